@@ -1,0 +1,1 @@
+"""Nuwa server side: WebTransport server, link emulator, content tools."""
