@@ -1,0 +1,105 @@
+/**
+ * Typed, validated configuration of the Nuwa controller.
+ *
+ * Every default carries its unit. Values out of range throw a RangeError naming
+ * the field, so a bad config fails at construction, not in the middle of a run.
+ */
+
+/** Which queuing-delay signal drives the window rule. */
+export type QdSource = "raw" | "kalman";
+/** How the congestion-avoidance step scales: the paper's additive rule or a multiplicative one. */
+export type StepMode = "additive" | "multiplicative";
+
+export interface NuwaConfig {
+  /** Target queuing delay Td, ms (nuwa-icpads §IV-B, "T_d"). */
+  target_delay_ms: number;
+  /** Sensitivity ρ, ms: the tanh input is (Td − Qd)/ρ (nuwa-icpads Eq. 2). */
+  sensitivity_ms: number;
+  /** Aggressiveness k, MSS per RTT (nuwa-icpads Eq. 3; the journal's Eq. 11 clamps it to [1, 9]). */
+  aggressiveness_mss: number;
+  /** Multiplicative gain g: window × (1 + θ·g) per RTT when step = "multiplicative". Dimensionless. */
+  multiplicative_gain: number;
+  /** Step mode of congestion avoidance. */
+  step: StepMode;
+  /** Which queuing delay drives the window: raw Eq. 1 sample or the Kalman estimate (journal Eq. 2–4). */
+  qd_source: QdSource;
+  /** Maximum segment size used to turn bytes into packet-equivalents, bytes. */
+  mss_bytes: number;
+  /** Initial window, bytes (RFC 9002 §7.2: 10 × max datagram size). */
+  initial_window_bytes: number;
+  /** Lower window bound, bytes. */
+  min_window_bytes: number;
+  /** Upper window bound, bytes. */
+  max_window_bytes: number;
+  /** Start-up ends when Qd exceeds this fraction of Td (the sender-side slow start the paper keeps). */
+  startup_exit_fraction: number;
+  /** Delivery-rate cap: when Qd > Td, window ≤ max-filtered delivery rate × (min RTT + Td). */
+  rate_cap: boolean;
+  /** Window of the delivery-rate max filter, ms (SIMULATION.md: 200–500 ms). */
+  rate_filter_ms: number;
+  /** Queuing delay at or below which the queue counts as drained, ms. */
+  drain_threshold_ms: number;
+  /** If the queue has not been seen drained for this long, the controller probes (drains) to refresh the base one-way delay, ms. */
+  base_refresh_interval_ms: number;
+  /** Least duration of a drain probe, ms (BBR ProbeRTT uses 200 ms). */
+  probe_min_duration_ms: number;
+  /** No arrival for max(this, 2 × smoothed RTT) while data is expected counts as silence (outage), ms. */
+  silence_ms: number;
+  /** RTT assumed until a sample arrives, ms. */
+  initial_rtt_ms: number;
+}
+
+/** Defaults. Td, k and ρ are chosen by the in-process trace simulation (see README and docs/BENCHMARKS.md). */
+export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
+  target_delay_ms: 20, // ms
+  sensitivity_ms: 50, // ms
+  aggressiveness_mss: 9, // MSS per RTT
+  multiplicative_gain: 0.25, // per RTT
+  step: "multiplicative",
+  qd_source: "raw",
+  mss_bytes: 1200, // bytes (QUIC max datagram payload we frame against)
+  initial_window_bytes: 12_000, // bytes
+  min_window_bytes: 4 * 1200, // bytes
+  max_window_bytes: 64 * 1024 * 1024, // bytes
+  startup_exit_fraction: 0.5, // of Td
+  rate_cap: true,
+  rate_filter_ms: 300, // ms
+  drain_threshold_ms: 2, // ms
+  base_refresh_interval_ms: 10_000, // ms
+  probe_min_duration_ms: 200, // ms
+  silence_ms: 200, // ms
+  initial_rtt_ms: 100, // ms
+});
+
+function check(ok: boolean, field: keyof NuwaConfig, why: string, value: unknown): void {
+  if (!ok) throw new RangeError(`NuwaConfig.${field} ${why} (got ${String(value)})`);
+}
+
+/**
+ * Merge partial settings over the defaults and validate them.
+ * @throws RangeError naming the first field out of range.
+ */
+export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
+  const c: NuwaConfig = { ...DEFAULT_CONFIG, ...partial };
+  const finite = (f: keyof NuwaConfig) => Number.isFinite(c[f] as number);
+  const positive = (f: keyof NuwaConfig) => check(finite(f) && (c[f] as number) > 0, f, "must be a finite number > 0", c[f]);
+  check(finite("target_delay_ms") && c.target_delay_ms >= 0 && c.target_delay_ms <= 10_000, "target_delay_ms", "must be in [0, 10000] ms", c.target_delay_ms);
+  positive("sensitivity_ms");
+  check(finite("aggressiveness_mss") && c.aggressiveness_mss >= 0.01 && c.aggressiveness_mss <= 1000, "aggressiveness_mss", "must be in [0.01, 1000] MSS/RTT", c.aggressiveness_mss);
+  check(finite("multiplicative_gain") && c.multiplicative_gain > 0 && c.multiplicative_gain <= 1, "multiplicative_gain", "must be in (0, 1]", c.multiplicative_gain);
+  check(c.step === "additive" || c.step === "multiplicative", "step", "must be 'additive' or 'multiplicative'", c.step);
+  check(c.qd_source === "raw" || c.qd_source === "kalman", "qd_source", "must be 'raw' or 'kalman'", c.qd_source);
+  check(Number.isInteger(c.mss_bytes) && c.mss_bytes >= 500 && c.mss_bytes <= 65_536, "mss_bytes", "must be an integer in [500, 65536]", c.mss_bytes);
+  check(finite("min_window_bytes") && c.min_window_bytes >= c.mss_bytes, "min_window_bytes", "must be ≥ mss_bytes", c.min_window_bytes);
+  check(finite("max_window_bytes") && c.max_window_bytes >= c.min_window_bytes && c.max_window_bytes <= 2 ** 40, "max_window_bytes", "must be in [min_window_bytes, 2^40]", c.max_window_bytes);
+  check(finite("initial_window_bytes") && c.initial_window_bytes >= c.min_window_bytes && c.initial_window_bytes <= c.max_window_bytes, "initial_window_bytes", "must be within [min_window_bytes, max_window_bytes]", c.initial_window_bytes);
+  check(finite("startup_exit_fraction") && c.startup_exit_fraction > 0 && c.startup_exit_fraction <= 1, "startup_exit_fraction", "must be in (0, 1]", c.startup_exit_fraction);
+  check(typeof c.rate_cap === "boolean", "rate_cap", "must be a boolean", c.rate_cap);
+  positive("rate_filter_ms");
+  check(finite("drain_threshold_ms") && c.drain_threshold_ms >= 0, "drain_threshold_ms", "must be ≥ 0", c.drain_threshold_ms);
+  positive("base_refresh_interval_ms");
+  positive("probe_min_duration_ms");
+  positive("silence_ms");
+  positive("initial_rtt_ms");
+  return c;
+}

@@ -1,0 +1,319 @@
+/**
+ * The Nuwa receiver-side controller: frames in, window (grant) out.
+ *
+ * Pure: it owns no clock and does no I/O. Every call carries the times it
+ * needs (send times on the sender's clock, receive times on the receiver's),
+ * so the same code runs in Node, in the browser and under a simulated clock.
+ *
+ * Pipeline per received frame (DESIGN.md, data path step 4):
+ *   (send_time_us, recv_time_us, size_bytes)
+ *     → OneWayDelaySampler  (nuwa-icpads Eq. 1, sign corrected)
+ *     → QueuingDelayKalman  (nuwa-rl-journal Eq. 2–4)      [reported; drives only if qd_source = "kalman"]
+ *     → window rule         (θ = tanh((Td − Qd)/ρ), Eq. 2; w ← w + θ·k/w, Eq. 3/6)
+ *     → window bounds, delivery-rate cap
+ */
+import { type NuwaConfig, resolveConfig } from "./config.js";
+import { QueuingDelayKalman } from "./kalman.js";
+import { OneWayDelaySampler } from "./owd.js";
+import { DeliveryRateEstimator } from "./rate.js";
+
+/** Phase of the window state machine. */
+export type Phase = "startup" | "avoidance" | "probe_drain" | "silence";
+
+/** What the controller decided, with the numbers behind it (STYLE habit 11). */
+export interface Decision {
+  /** Window the receiver grants, bytes. */
+  window_bytes: number;
+  phase: Phase;
+  /** Queuing delay that drove this decision, ms. */
+  queuing_delay_ms: number;
+  /** Raw Eq. 1 queuing delay of the last frame, ms. */
+  raw_queuing_delay_ms: number;
+  /** Kalman-filtered queuing delay, ms. */
+  kalman_queuing_delay_ms: number;
+  /** θ = tanh((Td − Qd)/ρ) of the last update (0 when not in avoidance). */
+  theta: number;
+  /** Why the window is what it is. */
+  reason: string;
+}
+
+/** The bandwidth estimate handed to the player and to dash.js's ABR. */
+export interface BandwidthEstimate {
+  /** Estimated available bandwidth, bits per second. */
+  bps: number;
+  /** What the figure rests on. */
+  basis: "delivery_rate" | "window_per_rtt" | "kalman_capacity" | "none";
+  /** Mean delivery rate over the last second, bits per second. */
+  delivery_rate_bps: number;
+  /** Max-filtered delivery rate (config.rate_filter_ms), bits per second. */
+  max_delivery_rate_bps: number;
+  /** Window divided by (min RTT + Qd), bits per second. */
+  window_rate_bps: number;
+  /** Capacity from the Kalman 1/C state, bits per second (weakly observable; see kalman.ts). */
+  kalman_capacity_bps: number;
+  /** Whether the link was seen backlogged (queue above the drain threshold) in the last 500 ms. */
+  backlogged: boolean;
+}
+
+const RATE_SPAN_US = 100_000; // µs: span of one delivery-rate sample inside the max filter
+
+export class NuwaController {
+  readonly config: NuwaConfig;
+  private readonly sampler: OneWayDelaySampler;
+  private readonly kalman = new QueuingDelayKalman();
+  private readonly rate = new DeliveryRateEstimator();
+  private window_bytes: number;
+  private phase: Phase = "startup";
+  private theta = 0;
+  private reason = "initial window (RFC 9002 §7.2)";
+  private raw_qd_ms = 0;
+  private kalman_qd_ms = 0;
+  private min_delay_frame_bytes = 0;
+  private cum_received_bytes = 0;
+  private frames = 0;
+  private last_recv_us = Number.NaN;
+  private last_backlogged_us = Number.NEGATIVE_INFINITY;
+  // RTT (RFC 6298 §2 smoothing, α = 1/8).
+  private min_rtt_us = Number.POSITIVE_INFINITY;
+  private smoothed_rtt_us = Number.NaN;
+  // Drain probe.
+  private probe_end_us = Number.NaN;
+  private window_before_probe_bytes = 0;
+  // Outage (silence) handling.
+  private silence_since_us = Number.NaN;
+  private last_decay_us = Number.NaN;
+  private stale_before_us = Number.NEGATIVE_INFINITY; // receiver-clock zero-queue arrival time before which frames are stale
+
+  /** @throws RangeError on an invalid config (see resolveConfig). */
+  constructor(config: Partial<NuwaConfig> = {}) {
+    this.config = resolveConfig(config);
+    this.window_bytes = this.config.initial_window_bytes;
+    this.sampler = new OneWayDelaySampler(this.config.drain_threshold_ms * 1000, this.config.base_refresh_interval_ms * 1000);
+  }
+
+  /**
+   * Change Td, ρ or k while running (application presets, the RL tuner).
+   * @throws RangeError if the result is invalid; the old values stay in force.
+   */
+  setParams(p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain">>): void {
+    const next = resolveConfig({ ...this.config, ...p });
+    Object.assign(this.config, next);
+  }
+
+  /** An RTT sample, µs, measured by the adapter (request → first byte, or a server echo). */
+  onRttSample(rtt_us: number): void {
+    if (!(rtt_us > 0) || !Number.isFinite(rtt_us)) return;
+    if (rtt_us < this.min_rtt_us) this.min_rtt_us = rtt_us;
+    this.smoothed_rtt_us = Number.isNaN(this.smoothed_rtt_us) ? rtt_us : 0.875 * this.smoothed_rtt_us + 0.125 * rtt_us; // RFC 6298 §2.3
+  }
+
+  private get minRttUs(): number {
+    return Number.isFinite(this.min_rtt_us) ? this.min_rtt_us : this.config.initial_rtt_ms * 1000;
+  }
+
+  /**
+   * Take one received frame.
+   * @param send_time_us the frame header's send time, sender clock, µs
+   * @param recv_time_us when its last byte was read, receiver clock, µs (non-decreasing)
+   * @param size_bytes frame size on the wire (header + payload), bytes
+   * @throws RangeError on non-finite times, a receive clock that runs backwards, or a negative size
+   */
+  onFrame(send_time_us: number, recv_time_us: number, size_bytes: number): Decision {
+    if (!(size_bytes >= 0) || !Number.isFinite(size_bytes)) throw new RangeError(`NuwaController.onFrame: bad size_bytes ${size_bytes}`);
+    const s = this.sampler.sample(send_time_us, recv_time_us);
+    const c = this.config;
+    this.frames++;
+    this.cum_received_bytes += size_bytes;
+    this.rate.onBytes(recv_time_us, size_bytes);
+    this.last_recv_us = recv_time_us;
+    this.raw_qd_ms = s.queuing_delay_us / 1000;
+    if (s.queuing_delay_us === 0) this.min_delay_frame_bytes = size_bytes;
+    if (this.raw_qd_ms > c.drain_threshold_ms) this.last_backlogged_us = recv_time_us;
+
+    // Resuming after silence: frames that left the sender before our post-outage grants
+    // could reach it carry the outage in their delay, not our window's queue.
+    if (!Number.isNaN(this.silence_since_us)) {
+      this.silence_since_us = Number.NaN;
+      this.stale_before_us = recv_time_us + this.minRttUs;
+      this.kalman.reset(0);
+    }
+    const zero_queue_arrival_us = send_time_us + this.sampler.baseOwdUs;
+    const stale = zero_queue_arrival_us < this.stale_before_us;
+
+    this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
+    const qd_ms = c.qd_source === "kalman" ? this.kalman_qd_ms : this.raw_qd_ms;
+    const packets = size_bytes / c.mss_bytes; // packet-equivalents of this frame
+    let w_pkts = this.window_bytes / c.mss_bytes;
+
+    switch (this.phase) {
+      case "silence":
+      case "startup": {
+        this.phase = "startup";
+        if (!stale && qd_ms > c.startup_exit_fraction * c.target_delay_ms) {
+          this.phase = "avoidance";
+          this.reason = `startup exit: Qd ${qd_ms.toFixed(1)} ms > ${c.startup_exit_fraction}·Td`;
+          w_pkts = this.applyRateCap(w_pkts, recv_time_us, true);
+        } else {
+          w_pkts += packets; // slow start: +1 MSS per MSS delivered (RFC 5681 §3.1)
+          this.theta = 0;
+          this.reason = stale ? "startup (post-outage, stale frames)" : "startup: +1 MSS per MSS received";
+        }
+        break;
+      }
+      case "avoidance": {
+        if (stale) {
+          this.reason = "avoidance hold: stale post-outage frame";
+          break;
+        }
+        const theta = Math.tanh((c.target_delay_ms - qd_ms) / c.sensitivity_ms); // Eq. 2: θ = tanh((Td − Qd)/ρ)
+        this.theta = theta;
+        if (c.step === "additive") {
+          w_pkts += (packets * theta * c.aggressiveness_mss) / w_pkts; // Eq. 3/6: w ← w + θ·k/w per packet
+        } else {
+          w_pkts += packets * theta * c.multiplicative_gain; // ×(1 + θ·g) per RTT (SIMULATION.md)
+        }
+        this.reason = `avoidance: Qd ${qd_ms.toFixed(1)} ms, Td ${c.target_delay_ms} ms, θ ${theta.toFixed(3)}`;
+        if (qd_ms > c.target_delay_ms) w_pkts = this.applyRateCap(w_pkts, recv_time_us, false);
+        break;
+      }
+      case "probe_drain":
+        this.reason = "drain probe: refreshing the base one-way delay";
+        break;
+    }
+    if (this.phase !== "probe_drain") this.window_bytes = this.clamp(w_pkts * c.mss_bytes);
+    this.timers(recv_time_us);
+    return this.decision(qd_ms);
+  }
+
+  private applyRateCap(w_pkts: number, now_us: number, always: boolean): number {
+    const c = this.config;
+    if (!c.rate_cap && !always) return w_pkts;
+    const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
+    if (!(rate_bps > 0)) return w_pkts;
+    // window ≤ delivery rate × (min RTT + Td)  (SIMULATION.md, "delivery-rate cap")
+    const cap_pkts = (rate_bps / 8) * ((this.minRttUs + c.target_delay_ms * 1000) / 1e6) / c.mss_bytes;
+    if (cap_pkts < w_pkts) {
+      this.reason += `; rate cap ${(rate_bps / 1e6).toFixed(2)} Mbit/s × (minRTT + Td)`;
+      return cap_pkts;
+    }
+    return w_pkts;
+  }
+
+  private clamp(bytes: number): number {
+    const c = this.config;
+    const w = Math.min(c.max_window_bytes, Math.max(c.min_window_bytes, bytes));
+    if (!(w >= c.min_window_bytes && w <= c.max_window_bytes)) throw new Error(`window invariant broken: ${w}`);
+    return w;
+  }
+
+  /**
+   * Advance timers without a frame: outages, drain probes. Call it periodically
+   * (every few ms to every RTT). The window keeps evolving when nothing arrives.
+   * @param now_us receiver clock, µs
+   * @param expecting_data whether a response is in progress (an idle player is not an outage)
+   */
+  tick(now_us: number, expecting_data = true): Decision {
+    const c = this.config;
+    const silence_us = Math.max(c.silence_ms * 1000, 2 * (Number.isNaN(this.smoothed_rtt_us) ? 0 : this.smoothed_rtt_us));
+    if (expecting_data && !Number.isNaN(this.last_recv_us) && now_us - this.last_recv_us > silence_us) {
+      if (Number.isNaN(this.silence_since_us)) {
+        this.silence_since_us = now_us;
+        this.last_decay_us = now_us;
+        if (this.phase === "probe_drain") this.endProbe(now_us);
+        this.phase = "silence";
+        this.reason = `silence: nothing for ${((now_us - this.last_recv_us) / 1000).toFixed(0)} ms; restart with start-up when data returns`;
+      }
+      // Restart after idle (RFC 7661 §4.1 spirit): halve per silence period toward the initial window.
+      while (now_us - this.last_decay_us >= silence_us) {
+        this.last_decay_us += silence_us;
+        this.window_bytes = this.clamp(Math.max(c.initial_window_bytes, this.window_bytes / 2));
+      }
+    }
+    this.timers(now_us);
+    return this.decision(c.qd_source === "kalman" ? this.kalman_qd_ms : this.raw_qd_ms);
+  }
+
+  private timers(now_us: number): void {
+    if (this.phase === "probe_drain" && now_us >= this.probe_end_us) this.endProbe(now_us);
+    if (this.phase === "avoidance" && this.sampler.probeDue(now_us)) {
+      this.phase = "probe_drain";
+      this.window_before_probe_bytes = this.window_bytes;
+      this.window_bytes = this.config.min_window_bytes;
+      // Long enough for the cut grant to reach the sender, the queue to drain and fresh frames to return.
+      this.probe_end_us = now_us + Math.max(this.config.probe_min_duration_ms * 1000, 1.5 * this.minRttUs + this.raw_qd_ms * 2000);
+      this.sampler.startProbe();
+      this.reason = "drain probe: queue not seen empty for the refresh interval";
+    }
+  }
+
+  private endProbe(now_us: number): void {
+    const change_us = this.sampler.endProbe(now_us);
+    this.phase = "avoidance";
+    this.window_bytes = this.clamp(this.window_before_probe_bytes);
+    this.reason = `drain probe done: base one-way delay moved ${(change_us / 1000).toFixed(2)} ms`;
+  }
+
+  private decision(qd_ms: number): Decision {
+    return {
+      window_bytes: this.window_bytes,
+      phase: this.phase,
+      queuing_delay_ms: qd_ms,
+      raw_queuing_delay_ms: this.raw_qd_ms,
+      kalman_queuing_delay_ms: this.kalman_qd_ms,
+      theta: this.theta,
+      reason: this.reason,
+    };
+  }
+
+  /**
+   * The bandwidth estimate at receiver time `now_us`.
+   * Backlogged link: the max-filtered delivery rate is the capacity. Otherwise the
+   * delivery rate understates it; the window over (min RTT + Qd) bounds what the
+   * grant would let through, and the larger of the two is reported.
+   */
+  estimate(now_us: number): BandwidthEstimate {
+    const c = this.config;
+    const delivery_rate_bps = this.rate.rateBps(now_us, 1_000_000);
+    const max_delivery_rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
+    const rtt_s = (this.minRttUs + this.raw_qd_ms * 1000) / 1e6;
+    const window_rate_bps = (this.window_bytes * 8) / rtt_s;
+    const backlogged = now_us - this.last_backlogged_us <= 500_000;
+    const kalman_capacity_bps = this.kalman.capacityBps;
+    let bps = 0;
+    let basis: BandwidthEstimate["basis"] = "none";
+    if (this.frames > 0) {
+      if (backlogged) {
+        bps = delivery_rate_bps;
+        basis = "delivery_rate";
+      } else if (window_rate_bps > delivery_rate_bps) {
+        bps = Math.min(window_rate_bps, Math.max(delivery_rate_bps, max_delivery_rate_bps));
+        basis = bps === window_rate_bps ? "window_per_rtt" : "delivery_rate";
+      } else {
+        bps = delivery_rate_bps;
+        basis = "delivery_rate";
+      }
+    }
+    return { bps, basis, delivery_rate_bps, max_delivery_rate_bps, window_rate_bps, kalman_capacity_bps, backlogged };
+  }
+
+  /** Window to grant, bytes. */
+  get windowBytes(): number {
+    return this.window_bytes;
+  }
+  /** All frame bytes received so far, bytes (the grant's cumulative field). */
+  get cumReceivedBytes(): number {
+    return this.cum_received_bytes;
+  }
+  /** Current phase. */
+  get currentPhase(): Phase {
+    return this.phase;
+  }
+  /** Minimum RTT seen, µs (NaN before a sample). */
+  get minRttSampleUs(): number {
+    return Number.isFinite(this.min_rtt_us) ? this.min_rtt_us : Number.NaN;
+  }
+  /** Base one-way delay (includes the clock offset), µs. */
+  get baseOwdUs(): number {
+    return this.sampler.baseOwdUs;
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Kalman filter on the measured one-way queuing delay, state η = [1/C, Qd]ᵀ
+ * (nuwa-rl-journal §IV-B, Eq. 2–4; the GCC arrival-time filter,
+ * draft-ietf-rmcat-gcc-02 §5.3, with pion/interceptor gcc as a reading).
+ *
+ *   measurement  D_c(t) = H(t)·η(t) + σ(t),  H(t) = [ΔM(t), 1]      (Eq. 2)
+ *   state        η(t+1) = η(t) + φ(t)                               (Eq. 3)
+ *   correction   η ← η + K_g·(D_c − H·η)                             (Eq. 4)
+ *
+ * ΔM is the size difference (bytes) between the current frame and the
+ * minimum-delay frame, so 1/C is in ms per byte. With equal-sized frames ΔM ≈ 0
+ * and 1/C is not observable (SIMULATION.md): the capacity it yields is reported
+ * with that caveat, never trusted for the window by default.
+ *
+ * Units inside: ms for delay, bytes for ΔM. Process noise Q and the initial
+ * covariance follow GCC's overuse_estimator (Q = diag(1e-13, 1e-3)); the
+ * measurement noise variance is an exponential average of the squared residual
+ * (GCC §5.3, chi = 0.01 scaled by the sample spacing).
+ */
+export class QueuingDelayKalman {
+  /** η[0] = 1/C in ms per byte (Eq. 2 state). */
+  private inv_capacity_ms_per_byte = 8 / 10e6 * 1000; // 10 Mbit/s prior
+  /** η[1] = Qd in ms. */
+  private qd_ms = 0;
+  // Covariance P (symmetric 2×2).
+  private p00 = 1e-8;
+  private p01 = 0;
+  private p11 = 1;
+  private noise_var_ms2 = 4; // σ² prior, ms²
+  private readonly q00 = 1e-13;
+  private readonly q11 = 1e-1;
+
+  /**
+   * One filter step.
+   * @param measured_qd_ms D_c, the raw queuing delay of this frame, ms
+   * @param delta_size_bytes ΔM, this frame's size minus the min-delay frame's size, bytes
+   * @returns the filtered Qd, ms (≥ 0)
+   */
+  update(measured_qd_ms: number, delta_size_bytes: number): number {
+    if (!Number.isFinite(measured_qd_ms) || !Number.isFinite(delta_size_bytes)) {
+      throw new RangeError(`QueuingDelayKalman: non-finite input (${measured_qd_ms}, ${delta_size_bytes})`);
+    }
+    // Predict (Eq. 3): η unchanged, P ← P + Q.
+    this.p00 += this.q00;
+    this.p11 += this.q11;
+    const h0 = delta_size_bytes;
+    const h1 = 1;
+    const residual_ms = measured_qd_ms - (h0 * this.inv_capacity_ms_per_byte + h1 * this.qd_ms);
+    // Measurement noise: EWMA of residual², outliers clipped at 3σ (GCC §5.3).
+    const clipped = Math.min(Math.abs(residual_ms), 3 * Math.sqrt(this.noise_var_ms2));
+    this.noise_var_ms2 = Math.max(0.25, 0.95 * this.noise_var_ms2 + 0.05 * clipped * clipped);
+    // Innovation variance S = H P Hᵀ + R.
+    const ph0 = this.p00 * h0 + this.p01 * h1;
+    const ph1 = this.p01 * h0 + this.p11 * h1;
+    const s = h0 * ph0 + h1 * ph1 + this.noise_var_ms2;
+    const k0 = ph0 / s; // Kalman gain K_g (Eq. 4)
+    const k1 = ph1 / s;
+    this.inv_capacity_ms_per_byte += k0 * residual_ms;
+    this.qd_ms += k1 * residual_ms; // Eq. 4: Qd ← (1 − K_g)·Qd + K_g·D_c (for H = [0, 1])
+    // P ← (I − K H) P, kept symmetric and non-negative.
+    const n00 = this.p00 - k0 * ph0;
+    const n01 = this.p01 - k0 * ph1;
+    const n11 = this.p11 - k1 * ph1;
+    this.p00 = Math.max(n00, 0);
+    this.p01 = n01;
+    this.p11 = Math.max(n11, 0);
+    if (this.inv_capacity_ms_per_byte <= 0) this.inv_capacity_ms_per_byte = 1e-9;
+    if (this.qd_ms < 0) this.qd_ms = 0;
+    return this.qd_ms;
+  }
+
+  /** Forget confidence after an outage so the filter follows new data at once (it must not stay stuck). */
+  reset(measured_qd_ms = 0): void {
+    this.qd_ms = Math.max(0, measured_qd_ms);
+    this.p00 = 1e-8;
+    this.p01 = 0;
+    this.p11 = 1;
+  }
+
+  /** Filtered queuing delay, ms. */
+  get queuingDelayMs(): number {
+    return this.qd_ms;
+  }
+
+  /** Capacity implied by the 1/C state, bits per second (see the observability caveat above). */
+  get capacityBps(): number {
+    return (8 * 1000) / this.inv_capacity_ms_per_byte;
+  }
+}

@@ -1,0 +1,289 @@
+"""Grant state and enforcement for one session: pure, the caller passes ``now_us``.
+
+The receiver grants the server a window of application bytes it may have
+outstanding (written but not yet reported received); the server writes a
+frame only while ``outstanding + frame ≤ min(window, ceiling)`` (DESIGN.md
+step 5, PROTOCOL.md "Grants"). This module holds that state, decides which
+grants to accept, and answers "may I write this frame now?"; it never reads
+a clock and never does I/O (STYLE.md habit 1).
+
+Words: ``bytes_written`` = frame bytes (headers + payloads) handed to QUIC on
+this session; ``cum_received_bytes`` = what the newest accepted grant says
+the receiver got; ``outstanding_bytes = bytes_written − cum_received_bytes``;
+``ceiling_bytes`` = the connection's own congestion window (cubic cwnd,
+RFC 9002 §7 / RFC 9438), which the server never exceeds whatever the grant.
+
+Grant timeout (nuwa mode only): when no grant has been accepted for
+``grant_timeout_us`` (since the session started, if none ever was), the
+receiver's report of what it received is stale, so the server falls back to
+its own view: outstanding becomes QUIC's ``bytes_in_flight`` (what the
+transport has not seen acknowledged, RFC 9002 §2) and the window in force
+becomes ``max(initial_window_bytes, last_window_bytes >> n)`` after ``n``
+timeouts, i.e. it halves each timeout down to the initial window, still
+capped by the ceiling. The next accepted grant ends the fallback.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .protocol import Grant, ProtocolError, decode_grant, serial_newer
+
+INITIAL_WINDOW_BYTES = 10 * 1200
+"""Window before the first grant: RFC 9002 §7.2 initial window, 10 × 1200 bytes."""
+
+MIN_WINDOW_BYTES = 1200
+"""Smallest window a grant can set (PROTOCOL.md "Grants": clamp to [1200, 64 MiB])."""
+
+MAX_WINDOW_BYTES = 64 * 1024 * 1024
+"""Largest window a grant can set, bytes (64 MiB)."""
+
+DEFAULT_GRANT_TIMEOUT_US = 1_000_000
+"""Fallback after this long without an accepted grant, µs (1 s)."""
+
+REASON_OK = "ok"
+REASON_REPLAY = "replay"
+REASON_WINDOW_LOW = "window_clamped_low"
+REASON_WINDOW_HIGH = "window_clamped_high"
+REASON_CUM_BEYOND_WRITTEN = "cum_clamped_to_written"
+REASON_CUM_BACKWARDS = "cum_backwards"
+
+
+@dataclass(frozen=True, slots=True)
+class GrantConfig:
+    """Typed grant-enforcement config; :meth:`validate` raises ValueError on nonsense.
+
+    Attributes:
+        enforce: True in ``--cc nuwa`` (grants limit the sender); False in
+            ``cubic``/``reno`` (grants parsed and logged, not obeyed).
+        initial_window_bytes: window before the first grant (12000 bytes).
+        min_window_bytes / max_window_bytes: clamp of a grant's window.
+        grant_timeout_us: no-grant time before the fallback, µs.
+    """
+
+    enforce: bool = True
+    initial_window_bytes: int = INITIAL_WINDOW_BYTES
+    min_window_bytes: int = MIN_WINDOW_BYTES
+    max_window_bytes: int = MAX_WINDOW_BYTES
+    grant_timeout_us: int = DEFAULT_GRANT_TIMEOUT_US
+
+    def validate(self) -> GrantConfig:
+        """Return self, or raise ValueError if a bound is out of order or ≤ 0."""
+        if not 0 < self.min_window_bytes <= self.initial_window_bytes <= self.max_window_bytes:
+            raise ValueError(
+                "need 0 < min_window_bytes <= initial_window_bytes <= max_window_bytes, got "
+                f"{self.min_window_bytes}, {self.initial_window_bytes}, {self.max_window_bytes}"
+            )
+        if self.grant_timeout_us <= 0:
+            raise ValueError(f"grant_timeout_us must be > 0, got {self.grant_timeout_us}")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class GrantDecision:
+    """What happened to one received grant datagram (a ``grants.jsonl`` row).
+
+    ``reason`` is ``"ok"``, or for an accepted grant the ``+``-joined clamps
+    applied (``window_clamped_low``, ``window_clamped_high``,
+    ``cum_clamped_to_written``, ``cum_backwards``), or for a dropped one
+    ``replay`` or a malformed kind (``grant_length``, ``grant_version``,
+    ``grant_type``). ``window_bytes``/``cum_received_bytes`` are the values
+    in force after the decision; ``rtt_us`` is now − echo_send_time_us −
+    echo_hold_us (PROTOCOL.md "Grants"), None when the echo is absent or
+    implausible.
+    """
+
+    accepted: bool
+    reason: str
+    grant: Grant | None
+    window_bytes: int
+    cum_received_bytes: int
+    rtt_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBudget:
+    """The limits in force at one instant (a ``frames.jsonl`` row's inputs).
+
+    ``window_bytes`` is None when grants are not enforced. ``outstanding_bytes``
+    is counted per the mode (grant-driven or fallback, see module doc).
+    """
+
+    window_bytes: int | None
+    outstanding_bytes: int
+    fallback_level: int
+
+    def allows(self, frame_bytes: int, ceiling_bytes: int) -> bool:
+        """May a frame of ``frame_bytes`` be written now?
+
+        Rule (PROTOCOL.md "Grants"): outstanding + frame ≤ min(window,
+        ceiling); plus liveness: one frame may always go when nothing is
+        outstanding (a window smaller than one frame would otherwise stall
+        the session for ever). Unenforced: always True (the transport's own
+        congestion window still gates, outside this module).
+        """
+        if self.window_bytes is None:
+            return True
+        if self.outstanding_bytes <= 0:
+            return True
+        return self.outstanding_bytes + frame_bytes <= min(self.window_bytes, ceiling_bytes)
+
+
+@dataclass(slots=True)
+class GrantState:
+    """Grant state of one session. Create with the session start time, µs.
+
+    Invariants (asserted): ``cum_received_bytes ≤ bytes_written``;
+    ``min_window_bytes ≤ window_bytes ≤ max_window_bytes``.
+    """
+
+    config: GrantConfig
+    start_time_us: int
+    bytes_written: int = 0
+    cum_received_bytes: int = 0
+    window_bytes: int = 0
+    last_grant_seq: int | None = None
+    last_grant_time_us: int | None = None
+    grants_accepted: int = 0
+    grants_dropped: Counter[str] = field(default_factory=Counter)
+    grants_clamped: Counter[str] = field(default_factory=Counter)
+    grant_violations: int = 0
+    frames_written: int = 0
+    fallback_entries: int = 0
+    _fallback_level: int = 0
+
+    def __post_init__(self) -> None:
+        self.config.validate()
+        if self.window_bytes == 0:
+            self.window_bytes = self.config.initial_window_bytes
+
+    # ------------------------------------------------------------------ grants in
+
+    def on_datagram(self, data: bytes, now_us: int) -> GrantDecision:
+        """Decode and apply one datagram payload; never raises on peer input.
+
+        Malformed datagrams are dropped and counted under their
+        :class:`~nuwa_server.protocol.ErrorKind` value.
+        """
+        try:
+            grant = decode_grant(data)
+        except ProtocolError as exc:
+            self.grants_dropped[exc.kind.value] += 1
+            return GrantDecision(
+                False, exc.kind.value, None, self.window_bytes, self.cum_received_bytes, None
+            )
+        return self.on_grant(grant, now_us)
+
+    def on_grant(self, grant: Grant, now_us: int) -> GrantDecision:
+        """Apply a decoded grant (PROTOCOL.md "Server rules").
+
+        Latest wins by RFC 1982 serial arithmetic on ``grant_seq``; a grant
+        not newer than the last accepted one is dropped as ``replay``. The
+        window is clamped to [min, max]; ``cum_received_bytes`` is clamped
+        to ``bytes_written`` and never moves backwards.
+        """
+        if self.last_grant_seq is not None and not serial_newer(
+            grant.grant_seq, self.last_grant_seq
+        ):
+            self.grants_dropped[REASON_REPLAY] += 1
+            return GrantDecision(
+                False, REASON_REPLAY, grant, self.window_bytes, self.cum_received_bytes, None
+            )
+        reasons: list[str] = []
+        window = grant.window_bytes
+        if window < self.config.min_window_bytes:
+            window = self.config.min_window_bytes
+            reasons.append(REASON_WINDOW_LOW)
+        elif window > self.config.max_window_bytes:
+            window = self.config.max_window_bytes
+            reasons.append(REASON_WINDOW_HIGH)
+        cum = grant.cum_received_bytes
+        if cum > self.bytes_written:
+            cum = self.bytes_written
+            reasons.append(REASON_CUM_BEYOND_WRITTEN)
+        if cum < self.cum_received_bytes:
+            cum = self.cum_received_bytes
+            reasons.append(REASON_CUM_BACKWARDS)
+        self.window_bytes = window
+        self.cum_received_bytes = cum
+        self.last_grant_seq = grant.grant_seq
+        self.last_grant_time_us = now_us
+        self._fallback_level = 0
+        self.grants_accepted += 1
+        for reason in reasons:
+            self.grants_clamped[reason] += 1
+        assert self.cum_received_bytes <= self.bytes_written
+        assert self.config.min_window_bytes <= self.window_bytes <= self.config.max_window_bytes
+        return GrantDecision(
+            True,
+            "+".join(reasons) if reasons else REASON_OK,
+            grant,
+            window,
+            cum,
+            self.rtt_sample_us(grant, now_us),
+        )
+
+    def rtt_sample_us(self, grant: Grant, now_us: int) -> int | None:
+        """RTT sample from the echo: now − echo_send_time_us − echo_hold_us, µs.
+
+        None when nothing is echoed (0), the echo predates the session or
+        lies in the future, or the hold time exceeds the elapsed time.
+        """
+        echo = grant.echo_send_time_us
+        if echo == 0 or echo < self.start_time_us or echo > now_us:
+            return None
+        rtt_us = now_us - echo - grant.echo_hold_us
+        return rtt_us if rtt_us >= 0 else None
+
+    # ------------------------------------------------------------------ frames out
+
+    def fallback_level(self, now_us: int) -> int:
+        """Number of whole grant timeouts since the last accepted grant (0 = none)."""
+        if not self.config.enforce:
+            return 0
+        since = self.last_grant_time_us if self.last_grant_time_us is not None else (
+            self.start_time_us
+        )
+        return max(0, (now_us - since) // self.config.grant_timeout_us)
+
+    def budget(self, now_us: int, bytes_in_flight: int) -> WriteBudget:
+        """Window in force and outstanding bytes at ``now_us``.
+
+        ``bytes_in_flight`` is QUIC's (RFC 9002 §2), used only in fallback.
+        """
+        if not self.config.enforce:
+            return WriteBudget(None, self.bytes_written - self.cum_received_bytes, 0)
+        level = self.fallback_level(now_us)
+        if level == 0:
+            return WriteBudget(self.window_bytes, self.bytes_written - self.cum_received_bytes, 0)
+        window = max(self.config.initial_window_bytes, self.window_bytes >> level)
+        return WriteBudget(window, bytes_in_flight, level)
+
+    def poll_fallback(self, now_us: int) -> int | None:
+        """Return the new fallback level when it changed since the last poll, else None.
+
+        For logging fallback entries and each halving; counts entries.
+        """
+        level = self.fallback_level(now_us)
+        if level == self._fallback_level:
+            return None
+        if self._fallback_level == 0 and level > 0:
+            self.fallback_entries += 1
+        self._fallback_level = level
+        return level
+
+    def on_frame_written(self, frame_bytes: int, budget: WriteBudget) -> int:
+        """Account a frame of ``frame_bytes`` written under ``budget``.
+
+        Returns the outstanding bytes after writing. Counts a grant violation
+        when that exceeds the window in force plus this one frame.
+        """
+        self.bytes_written += frame_bytes
+        self.frames_written += 1
+        outstanding_after = budget.outstanding_bytes + frame_bytes
+        if budget.window_bytes is not None and outstanding_after > (
+            budget.window_bytes + frame_bytes
+        ):
+            self.grant_violations += 1
+        return outstanding_after
