@@ -14,8 +14,8 @@
  *
  * Units inside: ms for delay, bytes for ΔM. Process noise Q and the initial
  * covariance follow GCC's overuse_estimator (Q = diag(1e-13, 1e-3)); the
- * measurement noise variance is an exponential average of the squared residual
- * (GCC §5.3, chi = 0.01 scaled by the sample spacing).
+ * measurement noise variance is an exponential average (weight 0.01) of the squared
+ * residual clipped at 3σ (GCC §5.3), bounded to [0.25, 25] ms².
  */
 export class QueuingDelayKalman {
   /** η[0] = 1/C in ms per byte (Eq. 2 state). */
@@ -48,7 +48,8 @@ export class QueuingDelayKalman {
     const residual_ms = measured_qd_ms - (h0 * this.inv_capacity_ms_per_byte + h1 * this.qd_ms);
     // Measurement noise: EWMA of residual², outliers clipped at 3σ (GCC §5.3).
     const clipped = Math.min(Math.abs(residual_ms), 3 * Math.sqrt(this.noise_var_ms2));
-    this.noise_var_ms2 = Math.max(0.25, 0.95 * this.noise_var_ms2 + 0.05 * clipped * clipped);
+    // Bounded so that a persistent step (an outage, a new queue) moves the state, not the noise model.
+    this.noise_var_ms2 = Math.min(25, Math.max(0.25, 0.99 * this.noise_var_ms2 + 0.01 * clipped * clipped));
     // Innovation variance S = H P Hᵀ + R.
     const ph0 = this.p00 * h0 + this.p01 * h1;
     const ph1 = this.p01 * h0 + this.p11 * h1;
@@ -75,6 +76,7 @@ export class QueuingDelayKalman {
     this.p00 = 1e-8;
     this.p01 = 0;
     this.p11 = 1;
+    this.noise_var_ms2 = 4;
   }
 
   /** Filtered queuing delay, ms. */

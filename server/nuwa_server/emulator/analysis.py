@@ -186,9 +186,13 @@ def analyze_log(
     """
     log = parse_log(log_path)
     last = max(
-        [x[0] for x in log.all_arrivals[-1:] + log.departures[-1:]] + log.opportunities[-1:],
+        [log.all_arrivals[-1][0]] if log.all_arrivals else [],
         default=-1,
     )
+    if log.departures:
+        last = max(last, log.departures[-1][0])
+    if log.opportunities:
+        last = max(last, max(log.opportunities))
     lo = 0 if start_ms is None else start_ms
     hi = last + 1 if end_ms is None else end_ms
 

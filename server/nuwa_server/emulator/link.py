@@ -25,6 +25,8 @@ no I/O and reads no clock: tests drive it with a simulated clock.
 
 from __future__ import annotations
 
+import bisect
+import math
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -183,6 +185,21 @@ class TraceLink(Generic[T]):
     def next_opportunity_ms(self) -> int:
         """Time of the next unprocessed opportunity (integer link ms)."""
         return self._loop_base_ms + self._sched[self._idx]
+
+    def first_opportunity_after_ms(self, t_ms: float) -> int:
+        """Time of the first opportunity strictly after ``t_ms`` (``t_ms`` >= :attr:`now_ms`).
+
+        A packet enqueued at ``t_ms`` into an empty link leaves at this time at
+        the earliest.
+        """
+        base = self._loop_base_ms
+        if t_ms >= base:
+            base += math.floor((t_ms - base) / self._period_ms) * self._period_ms
+        j = bisect.bisect_right(self._sched, t_ms - base)
+        if j == len(self._sched):
+            base += self._period_ms
+            j = bisect.bisect_right(self._sched, t_ms - base)
+        return base + self._sched[j]
 
     def next_service_ms(self) -> int | None:
         """Next opportunity that would carry bytes, or ``None`` when nothing is waiting."""

@@ -35,6 +35,11 @@ class RateLink(Generic[T]):
         self.dropped_packets = 0
         self.departed_packets = 0
 
+    @property
+    def now_ms(self) -> float:
+        """Latest time seen by :meth:`enqueue` or :meth:`service`."""
+        return self._now_ms
+
     def next_service_ms(self) -> float | None:
         """Departure time of the head packet, or ``None`` when empty."""
         return self._queue[0].departure_ms if self._queue else None

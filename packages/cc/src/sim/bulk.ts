@@ -8,8 +8,9 @@
  * Time step 1 ms. Frames are FRAME_HEADER_BYTES + payload; the link counts the
  * frame bytes plus a per-packet overhead (QUIC/UDP/IP) as on the wire.
  */
-import { NuwaController } from "../controller.js";
+
 import type { NuwaConfig } from "../config.js";
+import { NuwaController } from "../controller.js";
 import { FRAME_HEADER_BYTES } from "../protocol.js";
 import { TraceLink } from "./link.js";
 

@@ -1,4 +1,4 @@
 /** Simulation helpers of @nuwa/cc: Mahimahi traces, a drop-tail trace link, a bulk-download simulation. */
-export { simulateBulk, percentile, type BulkSimOptions, type BulkSimResult } from "./bulk.js";
-export { TraceLink, type Departure, type LinkPacket } from "./link.js";
-export { parseMahimahiTrace, constantRateTrace, traceMeanBps, MAHIMAHI_PACKET_BYTES } from "./trace.js";
+export { type BulkSimOptions, type BulkSimResult, percentile, simulateBulk } from "./bulk.js";
+export { type Departure, type LinkPacket, TraceLink } from "./link.js";
+export { constantRateTrace, MAHIMAHI_PACKET_BYTES, parseMahimahiTrace, traceMeanBps } from "./trace.js";

@@ -1,0 +1,145 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { NuwaController } from "./controller.js";
+import { constantRateTrace, parseMahimahiTrace, percentile, simulateBulk } from "./sim/index.js";
+
+const repoTrace = (p: string) => parseMahimahiTrace(readFileSync(new URL(`../../../traces/${p}`, import.meta.url), "utf8"));
+
+/** Median of the true queuing delay in [from_ms, to_ms) of a simulation's samples. */
+function medianQd(samples: Float64Array, from_ms: number, to_ms: number): number {
+  const xs: number[] = [];
+  for (let i = 0; i < samples.length; i += 3) if (samples[i]! >= from_ms && samples[i]! < to_ms) xs.push(samples[i + 1]!);
+  return percentile(xs, 50);
+}
+
+describe("NuwaController under a simulated clock", () => {
+  it("keeps the standing queue within Td ± 5 ms for two minutes of a constant link (no ratchet)", () => {
+    const Td = 20;
+    const r = simulateBulk({ trace: constantRateTrace(10e6), duration_s: 120, config: { target_delay_ms: Td } });
+    for (let t = 10_000; t < 120_000; t += 10_000) {
+      const m = medianQd(r.samples, t, t + 10_000);
+      expect(m, `median Qd in [${t / 1000}, ${t / 1000 + 10}) s`).toBeGreaterThanOrEqual(Td - 5);
+      expect(m, `median Qd in [${t / 1000}, ${t / 1000 + 10}) s`).toBeLessThanOrEqual(Td + 5);
+    }
+    expect(r.utilization).toBeGreaterThan(0.9);
+  });
+
+  it("is immune to a constant clock offset between sender and receiver", () => {
+    const trace = repoTrace("3G/norway-hsdpa-bus-1.mahi");
+    const a = simulateBulk({ trace, duration_s: 20 });
+    const b = simulateBulk({ trace, duration_s: 20, clock_offset_us: 7.3e12 });
+    const c = simulateBulk({ trace, duration_s: 20, clock_offset_us: -4.1e9 });
+    expect(b.utilization).toBeCloseTo(a.utilization, 9);
+    expect(b.queuing_delay_ms.p95).toBe(a.queuing_delay_ms.p95);
+    expect(c.queuing_delay_ms.p50).toBe(a.queuing_delay_ms.p50);
+  });
+
+  it("follows a slow clock drift either way without the queue running away", () => {
+    for (const drift of [100e-6, -100e-6]) {
+      // 100 ppm: the raw one-way delay moves 6 ms per minute.
+      const r = simulateBulk({ trace: constantRateTrace(10e6), duration_s: 120, clock_drift: drift, config: { target_delay_ms: 20 } });
+      const late = medianQd(r.samples, 60_000, 120_000);
+      expect(late, `drift ${drift}`).toBeGreaterThan(10);
+      expect(late, `drift ${drift}`).toBeLessThan(30);
+      expect(r.utilization, `drift ${drift}`).toBeGreaterThan(0.85);
+    }
+  });
+
+  it("recovers from a step change of capacity (10 → 2 → 10 Mbit/s)", () => {
+    // 20 s at 10 Mbit/s, 20 s at 2 Mbit/s, 20 s at 10 Mbit/s, looping every 60 s.
+    const hi = constantRateTrace(10e6, 20_000);
+    const lo = constantRateTrace(2e6, 20_000);
+    const trace = Uint32Array.from([...hi, ...Array.from(lo, (t) => t + 20_000), ...Array.from(hi, (t) => t + 40_000)]);
+    const r = simulateBulk({ trace, duration_s: 60, config: { target_delay_ms: 20 } });
+    // After each step the queue settles back near Td within 5 s.
+    expect(medianQd(r.samples, 25_000, 40_000)).toBeLessThan(30);
+    expect(medianQd(r.samples, 45_000, 60_000)).toBeLessThan(30);
+    // The rise is used: utilization in the last 15 s.
+    expect(r.utilization).toBeGreaterThan(0.85);
+  });
+
+  it("keeps evolving through an outage and regrows after it", () => {
+    // 10 Mbit/s with a 5 s outage from 20 s to 25 s.
+    const base = constantRateTrace(10e6, 40_000);
+    const trace = base.filter((t) => t <= 20_000 || t > 25_000 || t === 40_000);
+    const windows: [number, number, string][] = [];
+    const r = simulateBulk({
+      trace,
+      duration_s: 40,
+      config: { target_delay_ms: 20 },
+      onTick: (t, c) => {
+        if (c && t % 100 === 0) windows.push([t, c.windowBytes, c.currentPhase]);
+      },
+    });
+    const at = (t: number) => windows.find((w) => w[0] >= t)!;
+    const before = at(19_900)[1];
+    expect(at(24_500)[1], "window decays while nothing arrives").toBeLessThan(before / 2);
+    expect(at(24_500)[2]).toBe("silence");
+    // Within 3 s of the link's return the window is back near its pre-outage size
+    expect(at(28_000)[1]).toBeGreaterThan(0.8 * before);
+    expect(medianQd(r.samples, 30_000, 40_000)).toBeLessThan(30);
+  });
+
+  it("settles queuing delay near Td on a real trace (Norway 3G bus), in milliseconds of CPU", () => {
+    const trace = repoTrace("3G/norway-hsdpa-bus-1.mahi");
+    const t0 = performance.now();
+    const r = simulateBulk({ trace, duration_s: 60, config: { target_delay_ms: 20 } });
+    const cpu_ms = performance.now() - t0;
+    expect(r.queuing_delay_ms.p50).toBeGreaterThan(10);
+    expect(r.queuing_delay_ms.p50).toBeLessThan(30);
+    expect(r.queuing_delay_ms.p95).toBeLessThan(50);
+    expect(r.utilization).toBeGreaterThan(0.9);
+    expect(cpu_ms).toBeLessThan(60_000); // 60 s of traffic; a sanity bound, not a speed target
+  });
+
+  it("estimates queuing delay exactly from raw timestamps when the clock is exact", () => {
+    const r = simulateBulk({ trace: repoTrace("4G/mahimahi-tmobile-lte-short.mahi"), duration_s: 20 });
+    expect(r.qd_error_ms.median).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("NuwaController API", () => {
+  it("rejects bad input with a clear error and keeps its state", () => {
+    const c = new NuwaController();
+    c.onFrame(0, 100, 1220);
+    expect(() => c.onFrame(Number.NaN, 200, 1220)).toThrow(/non-finite/);
+    expect(() => c.onFrame(10, 50, 1220)).toThrow(/backwards/);
+    expect(() => c.onFrame(10, 300, -1)).toThrow(/size_bytes/);
+    expect(c.cumReceivedBytes).toBe(1220);
+    expect(() => new NuwaController({ target_delay_ms: -1 })).toThrow(/target_delay_ms/);
+    expect(() => c.setParams({ aggressiveness_mss: 0 })).toThrow(/aggressiveness/);
+    expect(c.config.aggressiveness_mss).toBe(9);
+  });
+
+  it("grows in start-up by one MSS per MSS received and leaves it when queuing appears", () => {
+    const c = new NuwaController({ target_delay_ms: 20, initial_window_bytes: 12_000 });
+    let t = 0;
+    for (let i = 0; i < 10; i++) c.onFrame(i * 100, (t += 100), 1200);
+    expect(c.windowBytes).toBe(24_000);
+    expect(c.currentPhase).toBe("startup");
+    c.onFrame(2000, (t += 100) + 15_000, 1200); // 15 ms of queuing > Td/2
+    expect(c.currentPhase).toBe("avoidance");
+  });
+
+  it("applies the paper's additive rule w ← w + tanh((Td − Qd)/ρ)·k/w (Eq. 2–3)", () => {
+    const c = new NuwaController({ step: "additive", target_delay_ms: 20, sensitivity_ms: 50, aggressiveness_mss: 9, rate_cap: false });
+    c.onFrame(0, 0, 1200);
+    c.onFrame(1000, 1000 + 30_000, 1200); // exit start-up (Qd 30 ms)
+    const w0 = c.windowBytes / 1200;
+    const d = c.onFrame(40_000, 40_000 + 10_000, 1200); // Qd = 10 ms
+    const theta = Math.tanh((20 - 10) / 50);
+    expect(d.theta).toBeCloseTo(theta, 12);
+    expect(c.windowBytes / 1200).toBeCloseTo(w0 + (theta * 9) / w0, 9);
+  });
+
+  it("gives a bandwidth estimate with its basis", () => {
+    const c = new NuwaController();
+    expect(c.estimate(0).basis).toBe("none");
+    c.onFrame(0, 0, 1250);
+    for (let i = 1; i <= 1000; i++) c.onFrame(i * 1000, i * 1000 + 5000, 1250); // 10 Mbit/s with a 5 ms standing queue
+    const e = c.estimate(1_005_000);
+    expect(e.basis).toBe("delivery_rate");
+    expect(e.bps).toBeGreaterThan(9e6);
+    expect(e.bps).toBeLessThan(11e6);
+  });
+});
