@@ -442,7 +442,9 @@ def parse_request(data: bytes | bytearray | memoryview) -> Request:
         return GetRequest(_parse_path(obj.get("path")), _parse_range(obj))
     if op == "bulk":
         size = obj.get("size_bytes")
-        if not _is_int(size) or not 1 <= size <= MAX_BULK_SIZE_BYTES:
+        if not isinstance(size, int) or isinstance(size, bool) or not (
+            1 <= size <= MAX_BULK_SIZE_BYTES
+        ):
             raise ProtocolError(
                 ErrorKind.REQUEST_SIZE, f"size_bytes must be an int in 1..{MAX_BULK_SIZE_BYTES}"
             )

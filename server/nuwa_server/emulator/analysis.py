@@ -82,7 +82,9 @@ def parse_log(path: str | Path) -> ParsedLog:
                 else:
                     raise ValueError(f"unknown event {kind!r}")
             except (IndexError, ValueError) as e:
-                raise ValueError(f"{path}:{lineno}: malformed log line {line.strip()!r}: {e}") from None
+                raise ValueError(
+                    f"{path}:{lineno}: malformed log line {line.strip()!r}: {e}"
+                ) from None
     return out
 
 
@@ -96,7 +98,7 @@ def packet_records(path: str | Path) -> list[PacketRecord]:
 
 
 def packet_delays(path: str | Path) -> list[tuple[int, int, int]]:
-    """Per departed packet: ``(arrival_ms, departure_ms, delay_ms)`` (see :func:`packet_records`)."""
+    """Per departed packet: ``(arrival_ms, departure_ms, delay_ms)``; see :func:`packet_records`."""
     return [(r.arrival_ms, r.departure_ms, r.delay_ms) for r in _match(parse_log(path))]
 
 
@@ -248,7 +250,9 @@ def analyze_log(
                 b_opp += 1
                 served += PACKET_SIZE_BYTES - left
     logged_dep_times = [d[0] for d in log.departures]
-    replay_mismatches = sum(1 for a, b in zip(logged_dep_times, replay_deps, strict=False) if a != b)
+    replay_mismatches = sum(
+        1 for a, b in zip(logged_dep_times, replay_deps, strict=False) if a != b
+    )
     replay_mismatches += abs(len(logged_dep_times) - len(replay_deps))
 
     schedule_mismatches = None

@@ -18,6 +18,7 @@ waited for but are processed (and logged) at the next wake-up, at most
 from __future__ import annotations
 
 import math
+import os
 import random
 import select
 import socket
@@ -31,7 +32,7 @@ from .delay import DelayLine
 from .link import Departure, QueueLimit, TraceLink
 from .mmlog import MahimahiLogWriter, sidecar_path, write_sidecar
 from .rate import RateLink
-from .timing import LatenessHistogram, set_timer_slack_ns, udp_rcvbuf_errors
+from .timing import LatenessHistogram, raise_priority, set_timer_slack_ns, udp_rcvbuf_errors
 from .trace import Trace
 
 Addr = tuple[Any, ...]
@@ -58,6 +59,7 @@ class RelayConfig:
     """Everything a relay run needs. Times in ms, rates in bit/s.
 
     ``server``/``listen``: (host, port); listen port 0 picks a free port.
+    ``priority``: see :func:`~.timing.raise_priority` (``"auto"`` tries SCHED_FIFO).
     ``uplink_trace`` overrides ``uplink_rate_bps``. ``uplink_queue`` bounds the
     uplink queue (default 1000 packets). ``duration_s``: stop after this long
     (None: until :meth:`Relay.request_stop`).
@@ -80,6 +82,7 @@ class RelayConfig:
     max_block_ms: float = 10.0
     socket_buffer_bytes: int = 4 << 20
     timer_slack_ns: int = 10_000
+    priority: str = "auto"
 
 
 @dataclass
@@ -89,6 +92,8 @@ class RunStats:
     base_timestamp_ms: int = 0
     duration_s: float = 0.0
     cpu_s: float = 0.0
+    cpu_user_s: float = 0.0
+    cpu_sys_s: float = 0.0
     lateness: LatenessHistogram = field(default_factory=LatenessHistogram)
     clients: int = 0
     client_packets: int = 0
@@ -96,6 +101,7 @@ class RunStats:
     uplink_dropped: int = 0
     send_errors: int = 0
     udp_rcvbuf_errors: int | None = None
+    priority: str = "none"
     link_counters: dict[str, int] = field(default_factory=dict)
 
 
@@ -170,6 +176,7 @@ class Relay:
         listen = self._listen
         assert listen is not None
         set_timer_slack_ns(cfg.timer_slack_ns)
+        self.stats.priority = raise_priority(cfg.priority)
         mono = time.monotonic
         t0 = math.floor(mono() * 1000.0)
         st = self.stats
@@ -201,9 +208,9 @@ class Relay:
             "log": str(cfg.log_path),
             "sidecar": str(sidecar_path(cfg.log_path)),
         }
-        write_sidecar(cfg.log_path, self._meta(t0))
+        write_sidecar(cfg.log_path, self._meta(t0, port))
         rcv0 = udp_rcvbuf_errors()
-        cpu0 = time.process_time()
+        cpu0 = os.times()
         if self._on_ready is not None:
             self._on_ready(info)
 
@@ -248,7 +255,7 @@ class Relay:
                 if x is not None and x < nxt:
                     nxt = x
                 x = down_delay.next_ms()
-                if x is not None:
+                if x is not None and x < nxt:
                     x = down.first_opportunity_after_ms(max(x, down.now_ms))
                     if x < nxt:
                         nxt = x
@@ -273,7 +280,10 @@ class Relay:
         finally:
             writer.close()
             st.duration_s = (mono() * 1000.0 - t0) / 1000.0
-            st.cpu_s = time.process_time() - cpu0
+            cpu1 = os.times()
+            st.cpu_user_s = cpu1.user - cpu0.user
+            st.cpu_sys_s = cpu1.system - cpu0.system
+            st.cpu_s = st.cpu_user_s + st.cpu_sys_s
             rcv1 = udp_rcvbuf_errors()
             st.udp_rcvbuf_errors = None if rcv0 is None or rcv1 is None else rcv1 - rcv0
             st.link_counters = dict(vars(down.counters))
@@ -313,7 +323,7 @@ class Relay:
         self._fds.clear()
         self._listen = None
 
-    def _meta(self, t0: int) -> dict[str, Any]:
+    def _meta(self, t0: int, port: int) -> dict[str, Any]:
         cfg = self.config
         return {
             "base_timestamp_ms": t0,
@@ -337,7 +347,7 @@ class Relay:
                 if cfg.uplink_trace is not None
                 else {"rate_mbps": cfg.uplink_rate_bps / 1e6}
             ),
-            "listen": f"{cfg.listen[0]}:{cfg.listen[1]}",
+            "listen": f"{cfg.listen[0]}:{port}",
             "server": f"{cfg.server[0]}:{cfg.server[1]}",
             "started_unix_s": time.time(),
         }

@@ -1,0 +1,112 @@
+/**
+ * Bulk-download page for end-to-end runs: opens a Nuwa session, downloads for
+ * `duration_s`, records every frame's (seq, send time, receive time, Qd, window)
+ * and exposes the log as `window.__nuwa`. Parameters come from the query string:
+ * url, hash, mode (control|observe), duration_s, size_bytes, cc (JSON).
+ */
+import { NuwaSession, type TelemetryEvent } from "@nuwa/player";
+
+interface BulkLog {
+  done: boolean;
+  error: string | null;
+  frames: number;
+  bytes: number;
+  seq: number[];
+  send_us: number[];
+  recv_us: number[];
+  raw_qd_ms: number[];
+  kalman_qd_ms: number[];
+  window_bytes: number[];
+  phase_changes: [number, string][];
+  grants: number;
+  rtt_us: number[];
+  estimate: { t_us: number; bps: number; basis: string; delivery_rate_bps: number }[];
+  started_us: number;
+  ended_us: number;
+}
+
+declare global {
+  interface Window {
+    __nuwa: BulkLog;
+  }
+}
+
+const q = new URLSearchParams(location.search);
+const log: BulkLog = {
+  done: false,
+  error: null,
+  frames: 0,
+  bytes: 0,
+  seq: [],
+  send_us: [],
+  recv_us: [],
+  raw_qd_ms: [],
+  kalman_qd_ms: [],
+  window_bytes: [],
+  phase_changes: [],
+  grants: 0,
+  rtt_us: [],
+  estimate: [],
+  started_us: 0,
+  ended_us: 0,
+};
+window.__nuwa = log;
+const status = document.getElementById("status")!;
+let phase = "";
+
+function onTelemetry(e: TelemetryEvent): void {
+  if (e.type === "frame") {
+    log.frames++;
+    log.bytes += e.size_bytes;
+    log.seq.push(e.seq);
+    log.send_us.push(e.send_time_us);
+    log.recv_us.push(e.t_us);
+    log.raw_qd_ms.push(e.decision.raw_queuing_delay_ms);
+    log.kalman_qd_ms.push(e.decision.kalman_queuing_delay_ms);
+    log.window_bytes.push(e.decision.window_bytes);
+    if (e.decision.phase !== phase) {
+      phase = e.decision.phase;
+      log.phase_changes.push([e.t_us, `${phase}: ${e.decision.reason}`]);
+    }
+  } else if (e.type === "grant") log.grants++;
+  else if (e.type === "rtt") log.rtt_us.push(e.rtt_us);
+}
+
+async function main(): Promise<void> {
+  const duration_s = Number(q.get("duration_s") ?? "30");
+  const session = await NuwaSession.connect({
+    url: q.get("url")!,
+    serverCertificateHashHex: q.get("hash") ?? undefined,
+    mode: (q.get("mode") ?? "control") as "control" | "observe",
+    cc: JSON.parse(q.get("cc") ?? "{}"),
+    onTelemetry,
+  });
+  log.started_us = performance.now() * 1000;
+  const timer = setInterval(() => {
+    const t = performance.now() * 1000;
+    const e = session.controller.estimate(t);
+    log.estimate.push({ t_us: t, bps: e.bps, basis: e.basis, delivery_rate_bps: e.delivery_rate_bps });
+    status.textContent = `${((t - log.started_us) / 1e6).toFixed(1)} s  ${(log.bytes / 1e6).toFixed(1)} MB  window ${(session.controller.windowBytes / 1000).toFixed(0)} kB  estimate ${(e.bps / 1e6).toFixed(2)} Mbit/s`;
+  }, 250);
+  const abort = new AbortController();
+  const stop = setTimeout(() => abort.abort(), duration_s * 1000);
+  try {
+    await session.request({ op: "bulk", size_bytes: Number(q.get("size_bytes") ?? String(2 ** 40)) }, { keep_body: false, signal: abort.signal });
+  } catch (e) {
+    if (!abort.signal.aborted) throw e;
+  } finally {
+    clearTimeout(stop);
+    clearInterval(timer);
+    log.ended_us = performance.now() * 1000;
+    session.close();
+  }
+}
+
+main()
+  .catch((e: unknown) => {
+    log.error = String(e);
+  })
+  .finally(() => {
+    log.done = true;
+    status.textContent += "\ndone";
+  });

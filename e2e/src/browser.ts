@@ -1,0 +1,17 @@
+/** Debian's Chromium driven by playwright-core, with the flags NOTES.md says this machine needs. */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium } from "playwright-core";
+
+export const CHROMIUM = process.env.NUWA_CHROMIUM ?? "/usr/bin/chromium";
+
+/** Launch a headless persistent context with a fresh profile. */
+export async function launchChromium(): Promise<BrowserContext> {
+  const profile = mkdtempSync(join(tmpdir(), "nuwa-chromium-"));
+  return chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-background-timer-throttling", "--disable-renderer-backgrounding"],
+  });
+}

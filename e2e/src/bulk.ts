@@ -1,0 +1,146 @@
+/**
+ * One end-to-end bulk download: aioquic server → trace-driven emulator →
+ * headless Chromium running @nuwa/player, then metrics from the logs
+ * (server/nuwa_server/bulk_metrics.py). Real parts at every step.
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import { launchChromium } from "./browser.js";
+import { buildPages } from "./build-pages.js";
+import { PYTHON, REPO_ROOT, type Started, startWithReady } from "./procs.js";
+import { serveStatic } from "./static.js";
+
+const execFileP = promisify(execFile);
+
+export type BulkScheme = "nuwa" | "cubic" | "reno";
+
+export interface BulkOptions {
+  trace: string;
+  scheme: BulkScheme;
+  duration_s: number;
+  out_dir: string;
+  /** One-way propagation delay each way, ms. */
+  delay_ms?: number;
+  /** Drop-tail queue, packets. */
+  queue_packets?: number;
+  /** Controller settings for the page. */
+  cc?: Record<string, unknown>;
+  warmup_s?: number;
+}
+
+export interface BulkResult {
+  scheme: BulkScheme;
+  trace: string;
+  duration_s: number;
+  utilization: number;
+  queuing_delay_ms: { mean: number; p50: number; p95: number; p99: number; max: number };
+  loss_rate: number;
+  qd_error_ms: { median: number | null; p95: number | null; frames: number; kalman: { median: number | null; p95: number | null } };
+  grant_violations: number;
+  emulator: { valid: boolean; lateness_ms: { p50: number; p99: number } };
+  page: { frames: number; bytes: number; grants: number; error: string | null; phase_changes: [number, string][] };
+  [k: string]: unknown;
+}
+
+/**
+ * Run one bulk download and return its metrics; logs stay in `out_dir`.
+ * @throws Error if a process fails to start or the page reports an error
+ */
+export async function runBulk(o: BulkOptions): Promise<BulkResult> {
+  const delay_ms = o.delay_ms ?? 25;
+  const out = resolve(o.out_dir);
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(`${out}/server`, { recursive: true });
+  const trace = resolve(o.trace);
+  await buildPages();
+  const started: Started[] = [];
+  const stopAll = async () => {
+    for (const s of started.reverse()) await s.stop();
+  };
+  let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
+  const web = await serveStatic(`${REPO_ROOT}e2e/pages`);
+  try {
+    const server = await startWithReady(
+      PYTHON,
+      ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", o.scheme, "--content-root", `${REPO_ROOT}e2e/pages`, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${out}/server`],
+      `${out}/server.stderr`,
+    );
+    started.push(server);
+    const emu = await startWithReady(
+      PYTHON,
+      [
+        "-m",
+        "nuwa_server.emulator",
+        "--listen",
+        "127.0.0.1:0",
+        "--server",
+        `127.0.0.1:${server.ready.port}`,
+        "--trace",
+        trace,
+        "--delay-ms",
+        String(delay_ms),
+        "--uplink-delay-ms",
+        String(delay_ms),
+        "--queue-packets",
+        String(o.queue_packets ?? 1000),
+        "--log",
+        `${out}/emulator.log`,
+        "--summary-json",
+        `${out}/emulator-summary.json`,
+      ],
+      `${out}/emulator.stderr`,
+    );
+    started.push(emu);
+    browser = await launchChromium();
+    const page = await browser.newPage();
+    const params = new URLSearchParams({
+      url: `https://127.0.0.1:${emu.ready.listen_port}/nuwa`,
+      hash: String(server.ready.cert_sha256_hex),
+      mode: o.scheme === "nuwa" ? "control" : "observe",
+      duration_s: String(o.duration_s),
+      cc: JSON.stringify(o.cc ?? {}),
+    });
+    const console_lines: string[] = [];
+    page.on("console", (m) => console_lines.push(`${m.type()}: ${m.text()}`));
+    await page.goto(`http://127.0.0.1:${web.port}/bulk.html?${params}`);
+    await page.waitForFunction(() => window.__nuwa?.done === true, undefined, { timeout: (o.duration_s + 60) * 1000, polling: 500 });
+    const log = await page.evaluate(() => window.__nuwa);
+    writeFileSync(`${out}/page.json`, JSON.stringify(log));
+    writeFileSync(`${out}/console.log`, console_lines.join("\n"));
+    await browser.close();
+    browser = null;
+    await stopAll();
+    if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
+    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.bulk_metrics", "--run-dir", out, "--trace", trace, "--delay-ms", String(delay_ms), "--warmup-s", String(o.warmup_s ?? 2)], {
+      cwd: REPO_ROOT,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const metrics = JSON.parse(stdout) as Record<string, unknown>;
+    const result = {
+      scheme: o.scheme,
+      trace: o.trace,
+      duration_s: o.duration_s,
+      ...metrics,
+      page: { frames: log.frames, bytes: log.bytes, grants: log.grants, error: log.error, phase_changes: log.phase_changes.slice(0, 50) },
+    } as BulkResult;
+    writeFileSync(`${out}/result.json`, JSON.stringify(result, null, 2));
+    return result;
+  } finally {
+    if (browser) await browser.close().catch(() => {});
+    await stopAll();
+    web.server.close();
+  }
+}
+
+/** One human-readable line for a result. */
+export function describeBulk(r: BulkResult): string {
+  const q = r.queuing_delay_ms;
+  const f = (x: number | null | undefined, d = 1) => (x === null || x === undefined ? "n/a" : x.toFixed(d));
+  return (
+    `${r.scheme.padEnd(5)} ${r.trace.split("/").pop()}: utilization ${f(r.utilization, 3)}, queuing delay mean/p50/p95 ${f(q.mean, 0)}/${f(q.p50, 0)}/${f(q.p95, 0)} ms, ` +
+    `loss ${(100 * r.loss_rate).toFixed(2)}%, Qd error median/p95 ${f(r.qd_error_ms.median)}/${f(r.qd_error_ms.p95)} ms, grant violations ${r.grant_violations}, ` +
+    `emulator ${r.emulator.valid ? "valid" : "INVALID"} (lateness p50/p99 ${f(r.emulator.lateness_ms?.p50, 2)}/${f(r.emulator.lateness_ms?.p99, 2)} ms)`
+  );
+}

@@ -1,0 +1,43 @@
+/**
+ * `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno --duration S --json OUT [--out DIR]
+ *   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]`
+ */
+import { writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { type BulkScheme, describeBulk, runBulk } from "./bulk.js";
+
+const { values } = parseArgs({
+  options: {
+    trace: { type: "string", default: "traces/4G/mahimahi-tmobile-lte-short.mahi" },
+    scheme: { type: "string", default: "nuwa" },
+    duration: { type: "string", default: "30" },
+    json: { type: "string" },
+    out: { type: "string" },
+    "delay-ms": { type: "string", default: "25" },
+    "queue-packets": { type: "string", default: "1000" },
+    cc: { type: "string", default: "{}" },
+  },
+});
+const scheme = values.scheme as BulkScheme;
+if (!["nuwa", "cubic", "reno"].includes(scheme)) {
+  console.error(`--scheme must be nuwa, cubic or reno (got ${scheme})`);
+  process.exit(2);
+}
+const duration_s = Number(values.duration);
+if (!(duration_s >= 5 && duration_s <= 3600)) {
+  console.error(`--duration must be 5..3600 s (got ${values.duration})`);
+  process.exit(2);
+}
+const out_dir = values.out ?? `out/bulk-${scheme}-${Date.now()}`;
+const r = await runBulk({
+  trace: values.trace!,
+  scheme,
+  duration_s,
+  out_dir,
+  delay_ms: Number(values["delay-ms"]),
+  queue_packets: Number(values["queue-packets"]),
+  cc: JSON.parse(values.cc!),
+});
+console.log(describeBulk(r));
+console.log(`logs: ${out_dir}`);
+if (values.json) writeFileSync(values.json, JSON.stringify(r, null, 2));

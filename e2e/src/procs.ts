@@ -1,0 +1,65 @@
+/**
+ * Child processes of an end-to-end run (server, emulator): started with a JSON
+ * "ready" line on stdout, stopped by their own PID (SIGTERM, then SIGKILL).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const PYTHON = `${REPO_ROOT}.venv/bin/python`;
+
+export interface Started {
+  proc: ChildProcess;
+  ready: Record<string, unknown>;
+  stop: () => Promise<number | null>;
+}
+
+/**
+ * Start `cmd args`, wait for a JSON line with `"event": "ready"` on stdout.
+ * @throws Error with the process's stderr tail if it exits or times out first
+ */
+export function startWithReady(cmd: string, args: string[], stderr_path: string, timeout_ms = 30_000): Promise<Started> {
+  const proc = spawn(cmd, args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const errlog = createWriteStream(stderr_path);
+  let tail = "";
+  proc.stderr!.on("data", (d: Buffer) => {
+    errlog.write(d);
+    tail = (tail + d.toString()).slice(-2000);
+  });
+  const stop = (): Promise<number | null> =>
+    new Promise((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
+      const kill = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+      proc.once("exit", (code) => {
+        clearTimeout(kill);
+        errlog.end();
+        resolve(code);
+      });
+      proc.kill("SIGTERM");
+    });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`${cmd} ${args.join(" ")}: no ready line within ${timeout_ms} ms\n${tail}`));
+    }, timeout_ms);
+    proc.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${args.slice(0, 3).join(" ")} exited with ${code} before ready:\n${tail}`));
+    });
+    const rl = createInterface({ input: proc.stdout! });
+    rl.on("line", (line) => {
+      try {
+        const msg = JSON.parse(line) as Record<string, unknown>;
+        if (msg.event === "ready") {
+          clearTimeout(timer);
+          proc.removeAllListeners("exit");
+          resolve({ proc, ready: msg, stop });
+        }
+      } catch {
+        /* not JSON: ignore */
+      }
+    });
+  });
+}

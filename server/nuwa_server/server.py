@@ -1,0 +1,242 @@
+"""Command line and socket setup of the Nuwa WebTransport server.
+
+Usage::
+
+    python -m nuwa_server.server --host :: --port 4433 --cc nuwa|cubic|reno \\
+        --content-root DIR --state-dir DIR [--log-dir DIR] [--qlog-dir DIR] \\
+        [--frame-payload-bytes 1200] [--cert PEM --key PEM]
+
+On start it prints one JSON line to stdout and flushes it::
+
+    {"event":"ready","port":4433,"cert_sha256_hex":"…","cc":"nuwa",
+     "spki_sha256_b64":"…","host":"::"}
+
+(``cert_sha256_hex`` is null with ``--cert/--key``). Everything else goes to
+stderr. SIGINT/SIGTERM close the sessions (summaries written) and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import signal
+import socket
+import sys
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from aioquic.asyncio.server import QuicServer
+from aioquic.h3.connection import H3_ALPN
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.logger import QuicFileLogger
+
+from .certs import CertInfo, ensure_dev_cert, load_cert_info
+from .session import CC_MODES, NuwaProtocol, ServerContext, SessionConfig
+
+logger = logging.getLogger("nuwa_server.server")
+
+MAX_DATAGRAM_FRAME_BYTES = 65536
+"""QUIC max_datagram_frame_size transport parameter (RFC 9221 §3), needed for
+HTTP datagrams (RFC 9297) and so for grants."""
+
+SOCKET_BUFFER_BYTES = 4 << 20
+"""UDP socket buffers asked for (the kernel may cap them at net.core.*mem_max);
+small ones drop loopback packets as RcvbufErrors (NOTES.md)."""
+
+
+@dataclass
+class RunningServer:
+    """A listening server: its UDP ``port``, the certificate, and the shared context."""
+
+    port: int
+    cert: CertInfo
+    context: ServerContext
+    transport: asyncio.DatagramTransport
+    quic_server: QuicServer
+
+    def ready_line(self, host: str, production: bool) -> dict[str, Any]:
+        """The ``ready`` JSON object printed on start."""
+        return {
+            "event": "ready",
+            "port": self.port,
+            "cert_sha256_hex": None if production else self.cert.cert_sha256_hex,
+            "cc": self.context.config.cc,
+            "spki_sha256_b64": self.cert.spki_sha256_b64,
+            "host": host,
+        }
+
+    def close(self) -> None:
+        """Close every session and connection, then the socket."""
+        for proto in set(self.quic_server._protocols.values()):
+            if isinstance(proto, NuwaProtocol):
+                proto.close_all("server_shutdown")
+        self.quic_server.close()
+
+
+def make_quic_configuration(
+    config: SessionConfig, cert: CertInfo, qlog_dir: str | None = None
+) -> QuicConfiguration:
+    """Server QuicConfiguration: h3 ALPN, datagrams, the chosen cc, the certificate."""
+    quic_config = QuicConfiguration(
+        is_client=False,
+        alpn_protocols=H3_ALPN,
+        max_datagram_frame_size=MAX_DATAGRAM_FRAME_BYTES,
+        max_datagram_size=config.max_datagram_bytes,
+        congestion_control_algorithm=config.quic_congestion_control,
+        idle_timeout=60.0,
+    )
+    quic_config.load_cert_chain(cert.cert_path, cert.key_path)
+    if qlog_dir:
+        Path(qlog_dir).mkdir(parents=True, exist_ok=True)
+        quic_config.quic_logger = QuicFileLogger(qlog_dir)
+    return quic_config
+
+
+def _bind_socket(host: str, port: int) -> socket.socket:
+    """UDP socket on (host, port); ``::`` is dual stack (IPV6_V6ONLY off)."""
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0][0]
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER_BYTES)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def start_server(
+    config: SessionConfig,
+    *,
+    host: str = "::",
+    port: int = 0,
+    state_dir: str | None = None,
+    cert_path: str | None = None,
+    key_path: str | None = None,
+    qlog_dir: str | None = None,
+) -> RunningServer:
+    """Start listening; returns once the socket is bound (port 0: any free port).
+
+    Either ``state_dir`` (dev certificate, made if needed) or both
+    ``cert_path`` and ``key_path`` must be given.
+
+    Raises:
+        ValueError: bad config or certificate arguments. OSError: bind failed.
+    """
+    context = ServerContext.create(config)
+    if cert_path and key_path:
+        cert = load_cert_info(cert_path, key_path)
+    elif state_dir:
+        cert = ensure_dev_cert(state_dir)
+    else:
+        raise ValueError("need --state-dir or both --cert and --key")
+    quic_config = make_quic_configuration(config, cert, qlog_dir)
+    sock = _bind_socket(host, port)
+    loop = asyncio.get_running_loop()
+
+    def create_protocol(quic: Any, stream_handler: Any = None) -> NuwaProtocol:
+        return NuwaProtocol(quic, stream_handler, context=context)
+
+    transport, quic_server = await loop.create_datagram_endpoint(
+        partial(QuicServer, configuration=quic_config, create_protocol=create_protocol),
+        sock=sock,
+    )
+    bound_port = sock.getsockname()[1]
+    return RunningServer(bound_port, cert, context, transport, quic_server)
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    """The CLI (see module doc)."""
+    p = argparse.ArgumentParser(prog="nuwa-server", description=__doc__.split("\n")[0])
+    p.add_argument("--host", default="::", help="bind address; :: is dual stack (default ::)")
+    p.add_argument("--port", type=int, default=4433, help="UDP port, 0 = any (default 4433)")
+    p.add_argument("--cc", choices=CC_MODES, default="nuwa",
+                   help="nuwa: grants obeyed under a cubic ceiling; cubic/reno: grants ignored")
+    p.add_argument("--content-root", help="directory served by get requests")
+    p.add_argument("--state-dir", help="where the dev certificate lives")
+    p.add_argument("--cert", help="PEM certificate (production; no hash printed)")
+    p.add_argument("--key", help="PEM private key for --cert")
+    p.add_argument("--log-dir", help="per-session JSONL logs")
+    p.add_argument("--qlog-dir", help="one qlog per QUIC connection")
+    p.add_argument("--frame-payload-bytes", type=int, default=1200,
+                   help="DATA payload per frame, bytes (default 1200)")
+    p.add_argument("--max-datagram-bytes", type=int, default=1350,
+                   help="QUIC max UDP payload sent, bytes (default 1350: one frame per packet)")
+    p.add_argument("--grant-timeout-ms", type=float, default=1000.0,
+                   help="nuwa mode: fall back after this long without a grant (default 1000)")
+    p.add_argument("--log-level", default="INFO", help="stderr log level (default INFO)")
+    return p
+
+
+async def _run(args: argparse.Namespace) -> int:
+    config = SessionConfig(
+        cc=args.cc,
+        content_root=args.content_root,
+        log_dir=args.log_dir,
+        frame_payload_bytes=args.frame_payload_bytes,
+        max_datagram_bytes=args.max_datagram_bytes,
+        grant_timeout_us=int(args.grant_timeout_ms * 1000),
+    )
+    if bool(args.cert) != bool(args.key):
+        raise ValueError("--cert and --key go together")
+    if args.log_dir:
+        Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+    server = await start_server(
+        config,
+        host=args.host,
+        port=args.port,
+        state_dir=args.state_dir,
+        cert_path=args.cert,
+        key_path=args.key,
+        qlog_dir=args.qlog_dir,
+    )
+    effective = {"event": "config", **asdict(config), "host": args.host, "port": server.port,
+                 "quic_congestion_control": config.quic_congestion_control,
+                 "qlog_dir": args.qlog_dir, "cert_path": str(server.cert.cert_path),
+                 "cert_not_after": server.cert.not_after.isoformat(),
+                 "cert_generated": server.cert.generated}
+    logger.info("%s", json.dumps(effective))
+    sys.stdout.write(json.dumps(server.ready_line(args.host, bool(args.cert))) + "\n")
+    sys.stdout.flush()
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()
+    await asyncio.sleep(0.05)  # let CONNECTION_CLOSE packets leave
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m nuwa_server.server`` / ``nuwa-server``."""
+    args = build_arg_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return asyncio.run(_run(args))
+    except (ValueError, OSError) as exc:
+        logger.error("%s", exc)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
