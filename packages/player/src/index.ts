@@ -1,10 +1,10 @@
 /** @nuwa/player: the Nuwa receiver in the browser (WebTransport session, grants, bulk download). */
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
 export {
-  NuwaRequestError,
-  NuwaSession,
   type NuwaRequest,
+  NuwaRequestError,
   type NuwaResponse,
+  NuwaSession,
   type RequestOptions,
   type ResponseHead,
   type SessionMode,

@@ -6,6 +6,7 @@
  * the controller owns none.
  */
 import {
+  type Decision,
 
   encodeGrant,
   type Frame,
@@ -13,7 +14,6 @@ import {
   FrameType,
   type NuwaConfig,
   NuwaController,
-  type Decision,
 } from "@nuwa/cc";
 import { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
 
