@@ -102,12 +102,12 @@ def run_bench(
             timeout = max(0.0, min(next_send, t_end + 1.0) - time.monotonic())
             r = select.select([cli, srv], [], [], timeout)[0]
             if cli in r:
-                rx_us = time.monotonic_ns() // 1000
                 while True:
                     try:
                         data = cli.recv(65536)
                     except BlockingIOError:
                         break
+                    rx_us = time.monotonic_ns() // 1000
                     n, sent_us = _HDR.unpack_from(data)
                     owd_ms.append((rx_us - sent_us) / 1000.0)
                     got_bytes += len(data)

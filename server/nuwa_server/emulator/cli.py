@@ -107,8 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--spin-us",
         type=_nonneg_float,
-        default=100.0,
-        help="poll instead of sleeping this close to an event (default 100)",
+        default=0.0,
+        help="busy-poll instead of sleeping this close to an event (default 0)",
     )
     p.add_argument(
         "--priority",

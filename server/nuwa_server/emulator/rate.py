@@ -1,9 +1,11 @@
-"""A fixed-rate FIFO link (the uplink's default), same interface as :class:`TraceLink`.
+"""A fixed-delay, fixed-rate FIFO link (the uplink's default), interface like ``TraceLink``.
 
-Each packet is serialized at ``rate_bps``: it departs at
-``max(arrival, previous departure) + size_bytes * 8 / rate_bps`` (ms on the
-caller's clock). Drop-tail on the packets not yet departed. Pure: no clock,
-no I/O.
+A packet offered at ``now`` reaches the queue at ``arrival = now + delay_ms``
+and departs at ``max(arrival, previous departure) + size_bytes * 8 / rate_bps``
+(ms on the caller's clock). Drop-tail counts the packets that, at the new
+packet's arrival, are queued or being serialized. Folding the propagation
+delay in lets a caller compute the departure once, at offer time. Pure: no
+clock, no I/O.
 """
 
 from __future__ import annotations
@@ -17,15 +19,22 @@ T = TypeVar("T")
 
 
 class RateLink(Generic[T]):
-    """Constant-rate serializing link.
+    """Constant-rate serializing link behind a fixed delay.
 
-    ``rate_bps``: bits per second (> 0, ``ValueError`` otherwise).
-    ``limit``: drop-tail bound on packets not yet departed (default 1000 packets).
+    ``rate_bps``: bits per second (> 0). ``limit``: drop-tail bound (default
+    1000 packets). ``delay_ms``: propagation delay before the queue (>= 0).
+    ``ValueError`` on a bad argument.
     """
 
-    def __init__(self, rate_bps: float, limit: QueueLimit | None = None) -> None:
+    def __init__(
+        self, rate_bps: float, limit: QueueLimit | None = None, delay_ms: float = 0.0
+    ) -> None:
         if not rate_bps > 0:
             raise ValueError(f"rate must be > 0 bit/s, got {rate_bps}")
+        if not delay_ms >= 0:
+            raise ValueError(f"delay must be >= 0 ms, got {delay_ms}")
+        self._delay_ms = delay_ms
+        self._last_arrival_ms = float("-inf")
         self._ms_per_byte = 8000.0 / rate_bps
         self._limit = limit if limit is not None else QueueLimit()
         self._queue: deque[Departure[T]] = deque()
@@ -35,28 +44,30 @@ class RateLink(Generic[T]):
         self.dropped_packets = 0
         self.departed_packets = 0
 
-    @property
-    def now_ms(self) -> float:
-        """Latest time seen by :meth:`enqueue` or :meth:`service`."""
-        return self._now_ms
-
     def next_service_ms(self) -> float | None:
         """Departure time of the head packet, or ``None`` when empty."""
         return self._queue[0].departure_ms if self._queue else None
 
     def enqueue(self, now_ms: float, size_bytes: int, item: T) -> bool:
-        """Offer a packet at ``now_ms``; returns False if drop-tail refused it."""
+        """Offer a packet at ``now_ms`` (it reaches the queue ``delay_ms`` later); returns
+        False if drop-tail refused it. Offer times must not decrease (``ValueError``).
+        """
         if size_bytes < 0:
             raise ValueError(f"packet size must be >= 0, got {size_bytes}")
-        if now_ms < self._now_ms:
-            raise ValueError(f"time went backwards: {now_ms} < {self._now_ms}")
-        self._now_ms = now_ms
-        if not self._limit.admits(len(self._queue), self._queued_bytes, size_bytes):
-            self.dropped_packets += 1
-            return False
-        start = max(now_ms, self._busy_until_ms)
+        arrival = now_ms + self._delay_ms
+        if arrival < self._last_arrival_ms:
+            raise ValueError(f"time went backwards: {now_ms}")
+        self._last_arrival_ms = arrival
+        q = self._queue
+        if not self._limit.admits(len(q), self._queued_bytes, size_bytes):
+            # count only what is still queued when this packet arrives
+            waiting = [d for d in q if d.departure_ms > arrival]
+            if not self._limit.admits(len(waiting), sum(d.size_bytes for d in waiting), size_bytes):
+                self.dropped_packets += 1
+                return False
+        start = max(arrival, self._busy_until_ms)
         self._busy_until_ms = start + size_bytes * self._ms_per_byte
-        self._queue.append(Departure(self._busy_until_ms, now_ms, size_bytes, item))
+        q.append(Departure(self._busy_until_ms, arrival, size_bytes, item))
         self._queued_bytes += size_bytes
         return True
 

@@ -5,14 +5,20 @@ relay opens its own UDP socket connected to the server and relays both ways,
 so all clients share one downlink bottleneck.
 
     downlink: server -> DelayLine(delay_ms) -> TraceLink (logged) -> client
-    uplink:   client -> DelayLine(uplink_delay_ms) -> RateLink | TraceLink -> server
+    uplink:   client -> RateLink(uplink_delay_ms, rate)           -> server
+              client -> DelayLine(uplink_delay_ms) -> TraceLink    -> server (--uplink-trace)
 
 Link time is ``time.monotonic() * 1000 - T0`` with ``T0 = floor(time.monotonic()
-* 1000)`` at start (CLOCK_MONOTONIC, ms). Waiting uses ``select.select``
-(microsecond timeouts, unlike epoll's milliseconds) until ``spin_us`` before
-the next timed event, then polls; opportunities with nothing queued are not
-waited for but are processed (and logged) at the next wake-up, at most
-``max_block_ms`` later. ``select`` limits the relay to about 1000 clients.
+* 1000)`` at start (CLOCK_MONOTONIC, ms). Arrival times are the kernel's
+receive stamps (:mod:`.rxtime`). The loop wakes only for timed events: an
+opportunity while the queue is backlogged, the first opportunity after a
+delayed packet reaches the queue, an uplink departure. It sleeps with
+``select.select`` (microsecond timeouts, unlike epoll's milliseconds) until
+``spin_us`` before the event, then polls. While the next event is less than
+``read_lag_ms`` away it leaves new datagrams in the socket buffers (their
+kernel stamps keep their arrival times exact); otherwise it also wakes on
+them. Idle opportunities are processed and logged at the next wake-up, at
+most ``max_block_ms`` later. ``select`` limits the relay to about 1000 clients.
 """
 
 from __future__ import annotations
@@ -26,13 +32,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .delay import DelayLine
-from .link import Departure, QueueLimit, TraceLink
+from .link import QueueLimit, TraceLink
 from .mmlog import MahimahiLogWriter, sidecar_path, write_sidecar
 from .rate import RateLink
-from .timing import LatenessHistogram, raise_priority, set_timer_slack_ns, udp_rcvbuf_errors
+from .rxtime import ANC_BYTES, RxClock, enable_rx_timestamps
+from .timing import (
+    LatenessHistogram,
+    lower_priority,
+    raise_priority,
+    set_timer_slack_ns,
+    udp_rcvbuf_errors,
+)
 from .trace import Trace
 
 Addr = tuple[Any, ...]
@@ -41,17 +54,6 @@ UpItem = tuple[bytes, socket.socket]
 
 _MAX_DATAGRAM_BYTES = 65535
 _READ_BURST = 256
-
-
-class _UplinkModel(Protocol):
-    @property
-    def now_ms(self) -> float: ...
-
-    def enqueue(self, now_ms: float, size_bytes: int, item: UpItem) -> bool: ...
-
-    def service(self, now_ms: float) -> list[Departure[UpItem]]: ...
-
-    def next_service_ms(self) -> float | None: ...
 
 
 @dataclass
@@ -78,7 +80,8 @@ class RelayConfig:
     uplink_trace: Trace | None = None
     uplink_queue: QueueLimit = field(default_factory=QueueLimit)
     duration_s: float | None = None
-    spin_us: float = 100.0
+    spin_us: float = 0.0
+    read_lag_ms: float = 2.0
     max_block_ms: float = 10.0
     socket_buffer_bytes: int = 4 << 20
     timer_slack_ns: int = 10_000
@@ -96,6 +99,9 @@ class RunStats:
     cpu_sys_s: float = 0.0
     lateness: LatenessHistogram = field(default_factory=LatenessHistogram)
     clients: int = 0
+    wakeups: int = 0
+    rx_timestamps: bool = False
+    rx_fallbacks: int = 0
     client_packets: int = 0
     server_packets: int = 0
     uplink_dropped: int = 0
@@ -103,6 +109,11 @@ class RunStats:
     udp_rcvbuf_errors: int | None = None
     priority: str = "none"
     link_counters: dict[str, int] = field(default_factory=dict)
+
+
+def format_hostport(host: str, port: int) -> str:
+    """``host:port``, with IPv6 literals in brackets (``[::1]:4433``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _resolve(host: str, port: int) -> tuple[int, Addr]:
@@ -134,6 +145,12 @@ class Relay:
         self._client_of: dict[socket.socket, Addr] = {}
         self._fds: list[socket.socket] = []
         self.stats = RunStats()
+        self._rx = RxClock(0)
+        self._down_delay: DelayLine[DownItem] = DelayLine(0.0)
+        self._up_delay: DelayLine[UpItem] | None = None
+        self._up_rate: RateLink[UpItem] = RateLink(1.0)
+        self._last_up_ms = float("-inf")
+        self._last_down_ms = float("-inf")
 
     def request_stop(self) -> None:
         """Ask :meth:`run` to finish (within ``max_block_ms``)."""
@@ -163,6 +180,7 @@ class Relay:
         s.setblocking(False)
         self._tune(s)
         s.connect(self._server_addr)
+        enable_rx_timestamps(s)
         self._upstream[client] = s
         self._client_of[s] = client
         self._fds.append(s)
@@ -175,12 +193,14 @@ class Relay:
         port = self.open()
         listen = self._listen
         assert listen is not None
+        st = self.stats
         set_timer_slack_ns(cfg.timer_slack_ns)
-        self.stats.priority = raise_priority(cfg.priority)
+        st.priority = raise_priority(cfg.priority)
+        st.rx_timestamps = enable_rx_timestamps(listen)
         mono = time.monotonic
         t0 = math.floor(mono() * 1000.0)
-        st = self.stats
         st.base_timestamp_ms = t0
+        self._rx = RxClock(t0)
         writer = MahimahiLogWriter(
             cfg.log_path,
             t0,
@@ -194,16 +214,20 @@ class Relay:
             cfg.trace, cfg.queue_limit, writer, cfg.loss_rate, random.Random(cfg.seed)
         )
         down_delay: DelayLine[DownItem] = DelayLine(cfg.delay_ms)
-        up: _UplinkModel
-        if cfg.uplink_trace is not None:
-            up = TraceLink(cfg.uplink_trace, cfg.uplink_queue)
-        else:
-            up = RateLink(cfg.uplink_rate_bps, cfg.uplink_queue)
+        self._down_delay = down_delay
+        up_trace: TraceLink[UpItem] | None = None
         up_delay: DelayLine[UpItem] = DelayLine(cfg.uplink_delay_ms)
+        up_rate: RateLink[UpItem] = RateLink(
+            cfg.uplink_rate_bps, cfg.uplink_queue, cfg.uplink_delay_ms
+        )
+        if cfg.uplink_trace is not None:
+            up_trace = TraceLink(cfg.uplink_trace, cfg.uplink_queue)
+        self._up_delay = up_delay if up_trace is not None else None
+        self._up_rate = up_rate
         info = {
             "listen_host": listen.getsockname()[0],
             "listen_port": port,
-            "server": f"{cfg.server[0]}:{cfg.server[1]}",
+            "server": format_hostport(*cfg.server),
             "base_timestamp_ms": t0,
             "log": str(cfg.log_path),
             "sidecar": str(sidecar_path(cfg.log_path)),
@@ -217,8 +241,14 @@ class Relay:
         end_ms = cfg.duration_s * 1000.0 if cfg.duration_s is not None else math.inf
         spin_ms = cfg.spin_us / 1000.0
         block_ms = cfg.max_block_ms
+        # reading late is harmless while a packet's release is still in the future
+        lag_ms = min(cfg.read_lag_ms, cfg.delay_ms / 4.0, cfg.uplink_delay_ms / 4.0)
+        if not st.rx_timestamps:
+            lag_ms = 0.0
         hist = st.lateness
         sel = select.select
+        fds = self._fds
+        no_fds: list[socket.socket] = []
         last_flush = 0.0
         now = mono() * 1000.0 - t0
         try:
@@ -238,16 +268,21 @@ class Relay:
                             listen.sendto(d.item[0], d.item[1])
                         except OSError:
                             st.send_errors += 1
-                for rel, uitem in up_delay.pop_due(now):
-                    if not up.enqueue(max(rel, up.now_ms), len(uitem[0]), uitem):
-                        st.uplink_dropped += 1
-                for u in up.service(now):
+                if up_trace is not None:
+                    for rel, uitem in up_delay.pop_due(now):
+                        if not up_trace.enqueue(max(rel, up_trace.now_ms), len(uitem[0]), uitem):
+                            st.uplink_dropped += 1
+                    ups = up_trace.service(now)
+                else:
+                    ups = up_rate.service(now)
+                for u in ups:
                     try:
                         u.item[1].send(u.item[0])
                     except OSError:
                         st.send_errors += 1
                 if now - last_flush > 1000.0:
                     writer.flush()
+                    self._rx.maybe_refresh(now)
                     last_flush = now
                 # 2. next timed event
                 nxt = end_ms
@@ -259,25 +294,42 @@ class Relay:
                     x = down.first_opportunity_after_ms(max(x, down.now_ms))
                     if x < nxt:
                         nxt = x
-                for x in (up_delay.next_ms(), up.next_service_ms()):
+                if up_trace is not None:
+                    x = up_trace.next_service_ms()
                     if x is not None and x < nxt:
                         nxt = x
-                # 3. wait for it or for packets
+                    x = up_delay.next_ms()
+                    if x is not None and x < nxt:
+                        x = up_trace.first_opportunity_after_ms(max(x, up_trace.now_ms))
+                        if x < nxt:
+                            nxt = x
+                else:
+                    x = up_rate.next_service_ms()
+                    if x is not None and x < nxt:
+                        nxt = x
+                # 3. sleep towards it; watch the sockets only if it is far away
                 wait = nxt - (mono() * 1000.0 - t0)
                 timeout = min(wait - spin_ms, block_ms) / 1000.0 if wait > spin_ms else 0.0
-                readable = sel(self._fds, [], [], timeout)[0]
+                if wait > lag_ms:
+                    readable = sel(fds, no_fds, no_fds, timeout)[0]
+                else:
+                    if timeout > 0.0:
+                        sel(no_fds, no_fds, no_fds, timeout)
+                    readable = sel(fds, no_fds, no_fds, 0.0)[0]
+                st.wakeups += 1
                 now = mono() * 1000.0 - t0
                 for s in readable:
                     if s is listen:
-                        self._read_clients(listen, now, up_delay)
+                        self._read_clients(listen, now)
                     else:
-                        self._read_server(s, now, down_delay)
+                        self._read_server(s, now)
             final = min(now, end_ms)
             if final >= down.now_ms:
                 for rel, item in down_delay.pop_due(final):
                     down.enqueue(max(rel, down.now_ms), len(item[0]), item)
                 down.service(final)
         finally:
+            lower_priority()
             writer.close()
             st.duration_s = (mono() * 1000.0 - t0) / 1000.0
             cpu1 = os.times()
@@ -287,35 +339,53 @@ class Relay:
             rcv1 = udp_rcvbuf_errors()
             st.udp_rcvbuf_errors = None if rcv0 is None or rcv1 is None else rcv1 - rcv0
             st.link_counters = dict(vars(down.counters))
+            st.rx_fallbacks = self._rx.fallbacks
             self._close()
         return st
 
-    def _read_clients(self, listen: socket.socket, now: float, up_delay: DelayLine[UpItem]) -> None:
+    def _read_clients(self, listen: socket.socket, now: float) -> None:
+        rx = self._rx
+        last = self._last_up_ms
         for _ in range(_READ_BURST):
             try:
-                data, addr = listen.recvfrom(_MAX_DATAGRAM_BYTES)
+                data, anc, _flags, addr = listen.recvmsg(_MAX_DATAGRAM_BYTES, ANC_BYTES)
             except BlockingIOError:
-                return
+                break
             except OSError:
                 continue
+            t = rx.arrival_ms(anc, now)
+            if t < last:
+                t = last
+            last = t
             addr = tuple(addr)
             up = self._upstream.get(addr)
             if up is None:
                 up = self._new_upstream(addr)
             self.stats.client_packets += 1
-            up_delay.push(now, (data, up))
+            if self._up_delay is not None:
+                self._up_delay.push(t, (data, up))
+            elif not self._up_rate.enqueue(t, len(data), (data, up)):
+                self.stats.uplink_dropped += 1
+        self._last_up_ms = last
 
-    def _read_server(self, s: socket.socket, now: float, down_delay: DelayLine[DownItem]) -> None:
+    def _read_server(self, s: socket.socket, now: float) -> None:
         client = self._client_of[s]
+        rx = self._rx
+        last = self._last_down_ms
         for _ in range(_READ_BURST):
             try:
-                data = s.recv(_MAX_DATAGRAM_BYTES)
+                data, anc, _flags, _addr = s.recvmsg(_MAX_DATAGRAM_BYTES, ANC_BYTES)
             except BlockingIOError:
-                return
+                break
             except OSError:  # e.g. ECONNREFUSED from an earlier send: nothing to read
                 continue
+            t = rx.arrival_ms(anc, now)
+            if t < last:  # keep the delay line in order across sockets
+                t = last
+            last = t
             self.stats.server_packets += 1
-            down_delay.push(now, (data, client))
+            self._down_delay.push(t, (data, client))
+        self._last_down_ms = last
 
     def _close(self) -> None:
         for s in self._fds:
@@ -347,7 +417,7 @@ class Relay:
                 if cfg.uplink_trace is not None
                 else {"rate_mbps": cfg.uplink_rate_bps / 1e6}
             ),
-            "listen": f"{cfg.listen[0]}:{port}",
-            "server": f"{cfg.server[0]}:{cfg.server[1]}",
+            "listen": format_hostport(cfg.listen[0], port),
+            "server": format_hostport(*cfg.server),
             "started_unix_s": time.time(),
         }

@@ -123,3 +123,12 @@ def raise_priority(mode: str = "auto", rt_priority: int = 10, nice: int = -10) -
         except OSError:
             pass
     return "none"
+
+
+def lower_priority() -> None:
+    """Return to the normal scheduler (SCHED_OTHER) after :func:`raise_priority`; best effort."""
+    try:
+        if os.sched_getscheduler(0) != os.SCHED_OTHER:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except (OSError, AttributeError):
+        pass
