@@ -1,4 +1,8 @@
 /** @nuwa/player: the Nuwa receiver in the browser (WebTransport session, grants, bulk download). */
+
+export { type AbrDecision, abrSafetyFactor, makeNuwaAbrRule, makeThroughputOverride } from "./dash/abr.js";
+export { type AttachOptions, attachNuwa, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
+export { makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
 export {
   type NuwaRequest,
