@@ -88,7 +88,7 @@ class GrantDecision:
     applied (``window_clamped_low``, ``window_clamped_high``,
     ``cum_clamped_to_written``, ``cum_backwards``), or for a dropped one
     ``replay`` or a malformed kind (``grant_length``, ``grant_version``,
-    ``grant_type``). ``window_bytes``/``cum_received_bytes`` are the values
+    ``grant_type``, ``grant_flags``). ``window_bytes``/``cum_received_bytes`` are the values
     in force after the decision; ``rtt_us`` is now − echo_send_time_us −
     echo_hold_us (PROTOCOL.md "Grants"), None when the echo is absent or
     implausible.

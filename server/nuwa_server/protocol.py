@@ -64,10 +64,12 @@ class ErrorKind(StrEnum):
     FRAME_LENGTH = "frame_length"
     FRAME_VERSION = "frame_version"
     FRAME_TYPE = "frame_type"
+    FRAME_RESERVED = "frame_reserved"
     FRAME_PAYLOAD_TOO_LARGE = "frame_payload_too_large"
     GRANT_LENGTH = "grant_length"
     GRANT_VERSION = "grant_version"
     GRANT_TYPE = "grant_type"
+    GRANT_FLAGS = "grant_flags"
     REQUEST_TOO_LARGE = "request_too_large"
     REQUEST_UTF8 = "request_utf8"
     REQUEST_JSON = "request_json"
@@ -110,7 +112,6 @@ class FrameHeader:
     seq: int
     send_time_us: int
     payload_len: int
-    reserved: int = 0
 
     @property
     def frame_bytes(self) -> int:
@@ -166,12 +167,12 @@ _FRAME_TYPES = frozenset(int(t) for t in FrameType)
 def decode_frame_header(data: bytes | bytearray | memoryview) -> FrameHeader:
     """Decode the first 20 bytes of ``data`` as a frame header.
 
-    Bytes after the header are not looked at. Reserved bits are returned but
-    not checked (sent as 0, ignored on receipt; PROTOCOL.md).
+    Bytes after the header are not looked at.
 
     Raises:
-        ProtocolError: ``frame_truncated`` (< 20 bytes), ``frame_version``,
-            ``frame_type``, ``frame_payload_too_large`` (payload_len > 65536).
+        ProtocolError: checked in this order: ``frame_truncated`` (< 20 bytes),
+            ``frame_version``, ``frame_type``, ``frame_reserved`` (≠ 0),
+            ``frame_payload_too_large`` (payload_len > 65536).
     """
     if len(data) < FRAME_HEADER_BYTES:
         raise ProtocolError(
@@ -182,12 +183,14 @@ def decode_frame_header(data: bytes | bytearray | memoryview) -> FrameHeader:
         raise ProtocolError(ErrorKind.FRAME_VERSION, f"version {version} != {PROTOCOL_VERSION}")
     if ftype not in _FRAME_TYPES:
         raise ProtocolError(ErrorKind.FRAME_TYPE, f"unknown frame type {ftype}")
+    if reserved != 0:
+        raise ProtocolError(ErrorKind.FRAME_RESERVED, f"reserved field is 0x{reserved:04x}")
     if payload_len > MAX_FRAME_PAYLOAD_BYTES:
         raise ProtocolError(
             ErrorKind.FRAME_PAYLOAD_TOO_LARGE,
             f"payload_len {payload_len} > {MAX_FRAME_PAYLOAD_BYTES}",
         )
-    return FrameHeader(FrameType(ftype), seq, send_time_us, payload_len, reserved)
+    return FrameHeader(FrameType(ftype), seq, send_time_us, payload_len)
 
 
 def decode_frame(data: bytes | bytearray | memoryview) -> Frame:
@@ -304,8 +307,7 @@ class Grant:
     """A decoded GRANT datagram (PROTOCOL.md "Grants").
 
     All fields are unsigned: ``grant_seq`` u32 (wraps), the four ``_us``/
-    ``_bytes`` fields u64, ``echo_hold_us`` u32. ``flags`` is sent as 0 and
-    ignored on receipt.
+    ``_bytes`` fields u64, ``echo_hold_us`` u32. (``flags`` is always 0 in v1.)
     """
 
     grant_seq: int
@@ -314,7 +316,6 @@ class Grant:
     window_bytes: int
     echo_send_time_us: int = 0
     echo_hold_us: int = 0
-    flags: int = 0
 
 
 def encode_grant(grant: Grant) -> bytes:
@@ -330,7 +331,7 @@ def encode_grant(grant: Grant) -> bytes:
         return _GRANT.pack(
             PROTOCOL_VERSION,
             GRANT_TYPE,
-            grant.flags,
+            0,
             grant.grant_seq % U32_MOD,
             grant.receiver_time_us,
             grant.cum_received_bytes,
@@ -347,7 +348,8 @@ def decode_grant(data: bytes | bytearray | memoryview) -> Grant:
 
     Raises:
         ProtocolError: ``grant_length`` (not 44 bytes), ``grant_version``
-            (≠ 1), ``grant_type`` (≠ 0x10), checked in that order.
+            (≠ 1), ``grant_type`` (≠ 0x10), ``grant_flags`` (≠ 0), checked in
+            that order.
     """
     if len(data) != GRANT_BYTES:
         raise ProtocolError(ErrorKind.GRANT_LENGTH, f"{len(data)} bytes != {GRANT_BYTES}")
@@ -356,7 +358,9 @@ def decode_grant(data: bytes | bytearray | memoryview) -> Grant:
         raise ProtocolError(ErrorKind.GRANT_VERSION, f"version {version} != {PROTOCOL_VERSION}")
     if gtype != GRANT_TYPE:
         raise ProtocolError(ErrorKind.GRANT_TYPE, f"type 0x{gtype:02x} != 0x{GRANT_TYPE:02x}")
-    return Grant(seq, t_us, cum, window, echo, hold, flags)
+    if flags != 0:
+        raise ProtocolError(ErrorKind.GRANT_FLAGS, f"flags are 0x{flags:04x}")
+    return Grant(seq, t_us, cum, window, echo, hold)
 
 
 def serial_newer(candidate: int, reference: int) -> bool:

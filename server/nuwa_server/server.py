@@ -209,14 +209,13 @@ async def _run(args: argparse.Namespace) -> int:
                  "cert_not_after": server.cert.not_after.isoformat(),
                  "cert_generated": server.cert.generated}
     logger.info("%s", json.dumps(effective))
-    sys.stdout.write(json.dumps(server.ready_line(args.host, bool(args.cert))) + "\n")
-    sys.stdout.flush()
-
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    sys.stdout.write(json.dumps(server.ready_line(args.host, bool(args.cert))) + "\n")
+    sys.stdout.flush()
     await stop.wait()
     server.close()
     await asyncio.sleep(0.05)  # let CONNECTION_CLOSE packets leave

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections import Counter, deque
@@ -372,6 +371,17 @@ class ResponseStream:
 # --------------------------------------------------------------------------- session
 
 
+@dataclass(slots=True)
+class DepartureStats:
+    """Evidence that stamps are departure times: transmit() calls after which
+    never-sent frame bytes were still queued (and the most such bytes), and
+    calls after which only retransmissions were queued."""
+
+    transmits_with_unsent_new_bytes: int = 0
+    max_unsent_new_bytes: int = 0
+    transmits_with_retransmit_backlog: int = 0
+
+
 class NuwaSession:
     """One WebTransport session: its request streams, frame sequence and grants.
 
@@ -399,6 +409,7 @@ class NuwaSession:
         self.next_seq = 0
         self.requests = 0
         self.statuses: Counter[int] = Counter()
+        self.departure = DepartureStats()
         self.rtt_min_us: int | None = None
         self.rtt_last_us: int | None = None
         self.rtt_samples = 0
@@ -567,6 +578,7 @@ class NuwaSession:
             "grants_clamped": dict(g.grants_clamped),
             "grant_violations": g.grant_violations,
             "fallback_entries": g.fallback_entries,
+            "departure": asdict(self.departure),
             "rtt_us": {"min": self.rtt_min_us, "last": self.rtt_last_us,
                        "samples": self.rtt_samples},
             "close_reason": self.close_reason,
@@ -755,6 +767,30 @@ class NuwaProtocol(QuicConnectionProtocol):
             finally:
                 self._pumping = False
         super().transmit()
+        if self._sessions:
+            # Departure check: frame bytes never sent after this transmit() (held
+            # by cwnd, pacing or flow control) were stamped before departure.
+            # Retransmissions are counted apart: their frames' stamps are old by
+            # nature (RFC 9002 §6 loss recovery).
+            new_bytes = self._unsent_new_bytes()
+            retransmit = new_bytes == 0 and self._unsent_bytes() > 0
+            if new_bytes or retransmit:
+                for session in self._sessions.values():
+                    stats = session.departure
+                    if new_bytes:
+                        stats.transmits_with_unsent_new_bytes += 1
+                        stats.max_unsent_new_bytes = max(stats.max_unsent_new_bytes, new_bytes)
+                    else:
+                        stats.transmits_with_retransmit_backlog += 1
+
+    def _unsent_new_bytes(self) -> int:
+        """Stream bytes queued in aioquic and never sent yet (no retransmissions)."""
+        total = 0
+        for stream in self._quic._streams.values():
+            sender = stream.sender
+            if not sender.buffer_is_empty:
+                total += sender._buffer_stop - sender.highest_offset
+        return total
 
     def _unsent_bytes(self) -> int:
         """Stream bytes queued in aioquic but not yet sent (incl. retransmissions)."""
@@ -767,37 +803,22 @@ class NuwaProtocol(QuicConnectionProtocol):
         return total
 
     def _pump(self) -> None:
-        if not self._sessions:
-            return
+        """Write frames while the connection can send them at once (module doc).
+
+        Each frame is handed to aioquic and flushed to the socket before the
+        next is considered, so it travels in its own packet(s) and its stamp
+        precedes its departure by the time to build the packet. Stops at the
+        first frame that would not leave now: congestion window, pacer,
+        bytes still queued from before (flow control, retransmissions), or
+        every session's grant. ACKs, grants and timers call transmit() again.
+        """
         sessions = [s for s in self._sessions.values() if s.active]
         if not sessions:
             return
-        quic = self._quic
-        loss = quic._loss
-        cwnd = loss.congestion_window
-        bytes_in_flight = loss.bytes_in_flight
-        queued = self._unsent_bytes()
-        room = cwnd - bytes_in_flight - queued
-        payload_bytes = self._config.frame_payload_bytes
-        if room < FRAME_HEADER_BYTES + PACKET_OVERHEAD_BYTES:
-            return  # an ACK will wake us
-
-        # aioquic's pacer (RFC 9002 §7.7): how many packets may leave now.
-        loop_now = self._loop.time()
+        loss = self._quic._loss
         pacer = loss._pacer
-        if pacer.packet_time is None:
-            pacer_packets = math.inf
-        else:
-            pacer.update_bucket(now=loop_now)
-            pacer_packets = (
-                math.ceil(pacer.bucket_time / pacer.packet_time) if pacer.bucket_time > 0 else 0
-            )
-            if pacer_packets <= 0:
-                self._wake(loop_now + pacer.packet_time)
-                return
-
-        t_us = now_us()
-        written_bytes = 0
+        payload_bytes = self._config.frame_payload_bytes
+        queued = self._unsent_bytes()
         blocked: set[int] = set()
         while len(blocked) < len(sessions):
             progressed = False
@@ -814,22 +835,32 @@ class NuwaProtocol(QuicConnectionProtocol):
                     continue
                 ftype, payload, fin = peeked
                 frame_bytes = FRAME_HEADER_BYTES + len(payload)
-                if frame_bytes + PACKET_OVERHEAD_BYTES > room or pacer_packets <= 0:
-                    return  # transport-limited: the next ACK or pacer timer wakes us
+                cwnd = loss.congestion_window
+                bytes_in_flight = loss.bytes_in_flight
+                # transport: RFC 9002 §7 window, nothing queued ahead of us
+                if queued or bytes_in_flight + frame_bytes + PACKET_OVERHEAD_BYTES > cwnd:
+                    return
+                # aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0
+                if pacer.packet_time is not None:
+                    loop_now = self._loop.time()
+                    pacer.update_bucket(now=loop_now)
+                    if pacer.bucket_time <= 0:
+                        self._wake(loop_now + pacer.packet_time)
+                        return
+                t_us = now_us()
                 level = session.grants.poll_fallback(t_us)
                 if level is not None:
                     self._log_fallback(session, level, t_us)
-                unacked = bytes_in_flight + queued + written_bytes
-                budget = session.grants.budget(t_us, unacked)
+                budget = session.grants.budget(t_us, bytes_in_flight)
                 if not budget.allows(frame_bytes, cwnd):
                     blocked.add(session.session_id)
                     self._wake_for_timeout(session, t_us)
                     continue
                 self._write_frame(session, stream, ftype, payload, fin, budget, cwnd,
                                   bytes_in_flight)
-                written_bytes += frame_bytes
-                room -= frame_bytes + PACKET_OVERHEAD_BYTES
-                pacer_packets -= 1
+                for data, addr in self._quic.datagrams_to_send(now=self._loop.time()):
+                    self._transport.sendto(data, addr)  # type: ignore[union-attr]
+                queued = self._unsent_bytes()
                 progressed = True
                 session.active.rotate(-1)
                 if stream.done:
