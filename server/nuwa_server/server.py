@@ -209,6 +209,10 @@ async def _run(args: argparse.Namespace) -> int:
                  "cert_not_after": server.cert.not_after.isoformat(),
                  "cert_generated": server.cert.generated}
     logger.info("%s", json.dumps(effective))
+    if not config.frame_fits_one_packet:
+        logger.warning("a %d-byte frame does not fit one %d-byte QUIC packet: frames will "
+                       "straddle packets", config.frame_payload_bytes + 20,
+                       config.max_datagram_bytes)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

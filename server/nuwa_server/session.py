@@ -11,7 +11,8 @@ departure time:
 * transport: QUIC ``bytes_in_flight`` + bytes already queued unsent in any
   stream buffer + this frame (+ packet overhead) fit in the congestion window
   (RFC 9002 §7), and the pacer (aioquic's, RFC 9002 §7.7) has a packet's
-  budget;
+  budget; each frame is then flushed to the socket on its own before the
+  next is considered, so it rides in its own packet;
 * grants (``--cc nuwa``): outstanding + frame ≤ min(grant window, ceiling),
   see :mod:`.grants`.
 
@@ -143,6 +144,14 @@ class SessionConfig:
                              f"{self.max_datagram_bytes}")
         self.grant_config().validate()
         return self
+
+    @property
+    def frame_fits_one_packet(self) -> bool:
+        """Whether a full DATA frame plus QUIC overhead fits one datagram."""
+        return (
+            FRAME_HEADER_BYTES + self.frame_payload_bytes + PACKET_OVERHEAD_BYTES
+            <= self.max_datagram_bytes
+        )
 
     @property
     def quic_congestion_control(self) -> str:
