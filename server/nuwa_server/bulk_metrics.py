@@ -106,6 +106,9 @@ def grant_violations(server_log_dir: Path) -> dict[str, Any]:
     grants.sort(key=lambda g: g["recv_time_us"])
     frames.sort(key=lambda f: (f["send_time_us"], f["seq"]))
     g_times = [g["recv_time_us"] for g in grants]
+    cum_max: list[int] = []
+    for g in grants:
+        cum_max.append(max(g["cum_received_bytes"], cum_max[-1] if cum_max else 0))
     written = 0
     violations = 0
     max_excess = 0
@@ -116,7 +119,8 @@ def grant_violations(server_log_dir: Path) -> dict[str, Any]:
         if k < 0:
             cum, window = 0, INITIAL_WINDOW_BYTES
         else:
-            cum = min(grants[k]["cum_received_bytes"], written)
+            # PROTOCOL.md: cum never goes backwards (the previous value is kept)
+            cum = min(cum_max[k], written)
             window = min(max(grants[k]["window_bytes"], MIN_WINDOW_BYTES), MAX_WINDOW_BYTES)
         excess = written - cum - window
         if excess > max_frame:
