@@ -31,16 +31,40 @@ export function estimateKbps(src: EstimateSource): number {
   return e.bps > 0 ? e.bps / 1000 : Number.NaN;
 }
 
-/** The ThroughputController extension (registered with `player.extend("ThroughputController", fn, true)`). */
-export function makeThroughputOverride(src: EstimateSource, safety_factor = 0.9): () => object {
-  return function NuwaThroughput() {
+/** dash.js's own ThroughputController methods (the parent the extension wraps). */
+interface ThroughputParent {
+  getAverageThroughput(type: string, mode?: unknown, n?: number): number;
+  getSafeAverageThroughput(type: string, mode?: unknown, n?: number): number;
+  getAverageLatency(type: string, mode?: unknown, n?: number): number;
+}
+
+/**
+ * The ThroughputController extension (registered with `player.extend("ThroughputController", fn, true)`).
+ * With `use_nuwa` the built-in rules see Nuwa's estimate; otherwise dash.js's own
+ * figures pass through. Either way dash.js's own average (kbit/s) is reported to
+ * `onDashjsEstimate`, so both can be scored against the real capacity.
+ */
+export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, onDashjsEstimate?: (kbps: number) => void, safety_factor = 0.9): () => object {
+  return function NuwaThroughput(this: { parent: ThroughputParent }) {
+    const parent = this.parent;
+    const own = (type: string, mode?: unknown, n?: number) => {
+      const kbps = parent.getAverageThroughput(type, mode, n);
+      if (type === "video") onDashjsEstimate?.(kbps);
+      return kbps;
+    };
     return {
-      getAverageThroughput: () => estimateKbps(src),
-      getSafeAverageThroughput: () => estimateKbps(src) * safety_factor,
-      getAverageLatency: () => {
-        const c = src.controller();
-        const rtt_us = c?.minRttSampleUs ?? Number.NaN;
-        return Number.isFinite(rtt_us) ? rtt_us / 1000 : Number.NaN;
+      getAverageThroughput: (type: string, mode?: unknown, n?: number) => {
+        const theirs = own(type, mode, n);
+        return use_nuwa ? estimateKbps(src) : theirs;
+      },
+      getSafeAverageThroughput: (type: string, mode?: unknown, n?: number) => {
+        own(type, mode, n);
+        return use_nuwa ? estimateKbps(src) * safety_factor : parent.getSafeAverageThroughput(type, mode, n);
+      },
+      getAverageLatency: (type: string, mode?: unknown, n?: number) => {
+        if (!use_nuwa) return parent.getAverageLatency(type, mode, n);
+        const rtt_us = src.controller()?.minRttSampleUs ?? Number.NaN;
+        return Number.isFinite(rtt_us) ? rtt_us / 1000 : parent.getAverageLatency(type, mode, n);
       },
     };
   };

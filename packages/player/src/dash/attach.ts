@@ -27,6 +27,8 @@ export interface AttachOptions {
   estimate?: "nuwa" | "dashjs";
   preset?: Preset;
   onTelemetry?: (e: TelemetryEvent | { type: "abr"; t_us: number; decision: AbrDecision }) => void;
+  /** dash.js's own throughput average, kbit/s, whenever its rules ask for it. */
+  onDashjsEstimate?: (kbps: number) => void;
 }
 
 /** Slice of the dash.js MediaPlayer used here. */
@@ -64,7 +66,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   });
   const src: EstimateSource = { controller: () => current?.controller ?? null, now_us };
   player.extend("XHRLoader", makeNuwaLoader(() => session), false);
-  if ((o.estimate ?? "nuwa") === "nuwa") player.extend("ThroughputController", makeThroughputOverride(src), true);
+  player.extend("ThroughputController", makeThroughputOverride(src, (o.estimate ?? "nuwa") === "nuwa", o.onDashjsEstimate), true);
   if ((o.abr ?? "nuwa") === "nuwa") {
     const SwitchRequest = dashjs.FactoryMaker.getClassFactoryByName("SwitchRequest");
     const rule = makeNuwaAbrRule(

@@ -1,0 +1,120 @@
+/**
+ * Playback page for end-to-end runs: dash.js 5 plays the MPD over a Nuwa
+ * session (attachNuwa), or over the same session with dash.js's own ABR and
+ * estimate. Records per-second samples of Nuwa's and dash.js's estimates, the
+ * buffer, bitrate changes, stalls, and every frame's timing, exposed as
+ * `window.__nuwa_play`. Query: url, hash, mpd, duration_s, scheme
+ * (nuwa | dashjs | dashjs_nuwa_estimate | observe), cc (JSON).
+ */
+import { type AttachOptions, attachNuwa } from "@nuwa/player";
+import * as dashjs from "dashjs";
+
+interface PlayLog {
+  done: boolean;
+  error: string | null;
+  scheme: string;
+  started_us: number;
+  startup_s: number | null;
+  frames: { send_us: number[]; recv_us: number[]; raw_qd_ms: number[] };
+  samples: { t_us: number; media_s: number; buffer_s: number; nuwa_bps: number; dashjs_bps: number; bitrate_kbps: number; window_bytes: number; qd_ms: number; downloading: boolean }[];
+  chunks: { t_us: number; bitrate_kbps: number; index: number }[];
+  quality_changes: { t_us: number; bitrate_kbps: number }[];
+  stalls: { start_us: number; end_us: number | null }[];
+  abr_reasons: string[];
+}
+
+declare global {
+  interface Window {
+    __nuwa_play: PlayLog;
+  }
+}
+
+const q = new URLSearchParams(location.search);
+const scheme = q.get("scheme") ?? "nuwa";
+const log: PlayLog = { done: false, error: null, scheme, started_us: 0, startup_s: null, frames: { send_us: [], recv_us: [], raw_qd_ms: [] }, samples: [], chunks: [], quality_changes: [], stalls: [], abr_reasons: [] };
+window.__nuwa_play = log;
+const now_us = () => performance.now() * 1000;
+const video = document.getElementById("video") as HTMLVideoElement;
+const status = document.getElementById("status")!;
+let dashjs_own_kbps = Number.NaN;
+
+async function main(): Promise<void> {
+  const duration_s = Number(q.get("duration_s") ?? "60");
+  const player = dashjs.MediaPlayer().create();
+  const opts: AttachOptions = {
+    url: q.get("url")!,
+    serverCertificateHashHex: q.get("hash") ?? undefined,
+    cc: JSON.parse(q.get("cc") ?? "{}"),
+    mode: scheme === "observe" ? "observe" : "control",
+    abr: scheme === "nuwa" || scheme === "observe" ? "nuwa" : "dashjs",
+    estimate: scheme === "dashjs" ? "dashjs" : "nuwa",
+    preset: "vod",
+    onTelemetry: (e) => {
+      if (e.type === "frame") {
+        log.frames.send_us.push(e.send_time_us);
+        log.frames.recv_us.push(e.t_us);
+        log.frames.raw_qd_ms.push(e.decision.raw_queuing_delay_ms);
+      } else if (e.type === "abr" && log.abr_reasons.length < 200) log.abr_reasons.push(e.decision.reason);
+    },
+    onDashjsEstimate: (kbps) => {
+      dashjs_own_kbps = kbps;
+    },
+  };
+  const nuwa = attachNuwa(player as never, dashjs as never, opts);
+  player.updateSettings({ streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } });
+  const session = await nuwa.session;
+  player.on(dashjs.MediaPlayer.events.THROUGHPUT_MEASUREMENT_STORED, () => {});
+  player.on(dashjs.MediaPlayer.events.QUALITY_CHANGE_RENDERED, (e: { mediaType: string; newRepresentation?: { bandwidth: number } }) => {
+    if (e.mediaType === "video" && e.newRepresentation) log.quality_changes.push({ t_us: now_us(), bitrate_kbps: e.newRepresentation.bandwidth / 1000 });
+  });
+  player.on(dashjs.MediaPlayer.events.FRAGMENT_LOADING_COMPLETED, (e: { request?: { mediaType: string; type: string; index: number; bandwidth: number } }) => {
+    const r = e.request;
+    if (r && r.mediaType === "video" && r.type === "MediaSegment") log.chunks.push({ t_us: now_us(), bitrate_kbps: r.bandwidth / 1000, index: r.index });
+  });
+  player.on(dashjs.MediaPlayer.events.PLAYBACK_WAITING, () => {
+    if (log.startup_s !== null) log.stalls.push({ start_us: now_us(), end_us: null });
+  });
+  player.on(dashjs.MediaPlayer.events.PLAYBACK_PLAYING, () => {
+    const s = log.stalls[log.stalls.length - 1];
+    if (s && s.end_us === null) s.end_us = now_us();
+    if (log.startup_s === null) log.startup_s = (now_us() - log.started_us) / 1e6;
+  });
+  log.started_us = now_us();
+  player.initialize(video, `${new URL(q.get("url")!).origin}${q.get("mpd") ?? "/manifest.mpd"}`, true);
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      const t = now_us();
+      const est = session.controller.estimate(t);
+      const rep = player.getCurrentRepresentationForType?.("video") as { bandwidth?: number } | null;
+      log.samples.push({
+        t_us: t,
+        media_s: video.currentTime,
+        buffer_s: player.getDashMetrics().getCurrentBufferLevel("video") || 0,
+        nuwa_bps: est.bps,
+        dashjs_bps: dashjs_own_kbps * 1000,
+        bitrate_kbps: rep?.bandwidth ? rep.bandwidth / 1000 : Number.NaN,
+        window_bytes: session.controller.windowBytes,
+        qd_ms: log.frames.raw_qd_ms[log.frames.raw_qd_ms.length - 1] ?? 0,
+        downloading: session.activeRequests > 0,
+      });
+      status.textContent = `${scheme}: media ${video.currentTime.toFixed(1)} s, buffer ${(log.samples.at(-1)?.buffer_s ?? 0).toFixed(1)} s, Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, dash.js ${(dashjs_own_kbps / 1000).toFixed(2)} Mbit/s`;
+      if (t - log.started_us > duration_s * 1e6 && log.startup_s !== null && video.currentTime >= duration_s - 1) {
+        clearInterval(timer);
+        resolve();
+      } else if (t - log.started_us > (duration_s + 60) * 1e6) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 250);
+  });
+  player.reset();
+  nuwa.close();
+}
+
+main()
+  .catch((e: unknown) => {
+    log.error = String(e);
+  })
+  .finally(() => {
+    log.done = true;
+  });

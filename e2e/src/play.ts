@@ -1,0 +1,119 @@
+/**
+ * One playback run (issue 4): DASH content made by ffmpeg (cached), the aioquic
+ * server serving it, the trace-driven emulator, headless Chromium playing it
+ * with dash.js through Nuwa; then summary.json and report.png from the logs
+ * (server/nuwa_server/play_metrics.py).
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import { launchChromium } from "./browser.js";
+import { buildPages } from "./build-pages.js";
+import { PYTHON, REPO_ROOT, type Started, startWithReady } from "./procs.js";
+import { serveStatic } from "./static.js";
+
+const execFileP = promisify(execFile);
+
+/** `nuwa`: Nuwa grants + Nuwa ABR; `observe`: server cubic, Nuwa estimates and ABR; `dashjs`: dash.js ABR and estimate over server cubic; `dashjs_nuwa_estimate`: dash.js ABR fed Nuwa's estimate, Nuwa grants. */
+export type PlayScheme = "nuwa" | "cubic" | "observe" | "dashjs" | "dashjs_nuwa_estimate";
+
+export interface PlayOptions {
+  trace: string;
+  scheme: PlayScheme;
+  duration_s: number;
+  out_dir: string;
+  delay_ms?: number;
+  queue_packets?: number;
+  content_duration_s?: number;
+  cc?: Record<string, unknown>;
+}
+
+/** Make (or reuse) the DASH content; returns its directory. */
+export async function ensureContent(duration_s: number): Promise<string> {
+  const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.dashgen", "--out", `${REPO_ROOT}.cache/content`, "--duration", String(duration_s), "--json"], {
+    cwd: REPO_ROOT,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const info = JSON.parse(stdout.trim().split("\n").pop()!) as { dir: string; mpd_path: string };
+  return info.dir;
+}
+
+export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> {
+  const delay_ms = o.delay_ms ?? 25;
+  const out = resolve(o.out_dir);
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(`${out}/server`, { recursive: true });
+  const trace = resolve(o.trace);
+  const content_dir = await ensureContent(o.content_duration_s ?? 120);
+  await buildPages();
+  const page_scheme = o.scheme === "cubic" ? "dashjs" : o.scheme;
+  const server_cc = page_scheme === "nuwa" || page_scheme === "dashjs_nuwa_estimate" ? "nuwa" : "cubic";
+  const started: Started[] = [];
+  const stopAll = async () => {
+    for (const s of started.reverse()) await s.stop();
+  };
+  let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
+  const web = await serveStatic(`${REPO_ROOT}e2e/pages`);
+  try {
+    const server = await startWithReady(
+      PYTHON,
+      ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", server_cc, "--content-root", content_dir, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${out}/server`],
+      `${out}/server.stderr`,
+    );
+    started.push(server);
+    const emu = await startWithReady(
+      PYTHON,
+      ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", trace, "--delay-ms", String(delay_ms), "--uplink-delay-ms", String(delay_ms), "--queue-packets", String(o.queue_packets ?? 1000), "--log", `${out}/emulator.log`, "--summary-json", `${out}/emulator-summary.json`],
+      `${out}/emulator.stderr`,
+    );
+    started.push(emu);
+    browser = await launchChromium();
+    const page = await browser.newPage();
+    const console_lines: string[] = [];
+    page.on("console", (m) => console_lines.push(`${m.type()}: ${m.text()}`));
+    const params = new URLSearchParams({
+      url: `https://127.0.0.1:${emu.ready.listen_port}/nuwa`,
+      hash: String(server.ready.cert_sha256_hex),
+      scheme: page_scheme,
+      duration_s: String(o.duration_s),
+      mpd: "/manifest.mpd",
+      cc: JSON.stringify(o.cc ?? {}),
+    });
+    await page.goto(`http://127.0.0.1:${web.port}/play.html?${params}`);
+    await page.waitForFunction(() => window.__nuwa_play?.done === true, undefined, { timeout: (o.duration_s + 120) * 1000, polling: 1000 });
+    const log = await page.evaluate(() => window.__nuwa_play);
+    writeFileSync(`${out}/page.json`, JSON.stringify(log));
+    writeFileSync(`${out}/console.log`, console_lines.join("\n"));
+    await page.screenshot({ path: `${out}/page.png` });
+    await browser.close();
+    browser = null;
+    await stopAll();
+    if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
+    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms)], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
+    const summary = JSON.parse(stdout) as Record<string, unknown>;
+    const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
+    summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };
+    return summary;
+  } finally {
+    if (browser) await browser.close().catch(() => {});
+    await stopAll();
+    web.server.close();
+  }
+}
+
+/** A summary a person can read. */
+export function describePlay(s: Record<string, unknown>, out_dir: string): string {
+  const n = (x: unknown, d = 1) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(d) : "n/a");
+  const q = s.queuing_delay_ms as { p50: number; p95: number };
+  const e = s.estimate_error as { nuwa: number; dashjs: number };
+  return [
+    `Nuwa playback: ${s.scheme} on ${String(s.trace).split("/").pop()}`,
+    `  played ${n(s.media_played_s)} s of video, startup ${n(s.startup_s, 2)} s`,
+    `  mean bitrate ${n(s.bitrate_kbps_mean, 0)} kbit/s, ${s.switches} switches, rebuffering ${n(s.rebuffer_s, 2)} s in ${s.rebuffer_count} stalls`,
+    `  QoE per chunk ${n(s.qoe_per_chunk, 2)} (Pensieve linear: Mbit/s − 4.3·rebuffer s − |Δ Mbit/s|)`,
+    `  queuing delay at the bottleneck p50 ${n(q.p50, 0)} ms, p95 ${n(q.p95, 0)} ms; utilization while downloading ${n(s.utilization, 2)}`,
+    `  estimate error vs real capacity (median, 1 s bins): Nuwa ${n(100 * e.nuwa, 0)}%, dash.js ${n(100 * e.dashjs, 0)}%`,
+    `  files: ${out_dir}/summary.json, ${out_dir}/report.png`,
+  ].join("\n");
+}
