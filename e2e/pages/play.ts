@@ -7,7 +7,10 @@
  * (nuwa | dashjs | dashjs_nuwa_estimate | observe), cc (JSON).
  */
 import { type AttachOptions, attachNuwa } from "@nuwa/player";
-import * as dashjs from "dashjs";
+import * as dashjsModule from "dashjs";
+
+// The ESM build puts FactoryMaker only on its default export (window.dashjs); the typings declare no default.
+const dashjs = ((dashjsModule as unknown as { default?: typeof dashjsModule }).default ?? dashjsModule) as typeof dashjsModule;
 
 interface PlayLog {
   done: boolean;
@@ -61,7 +64,8 @@ async function main(): Promise<void> {
     },
   };
   const nuwa = attachNuwa(player as never, dashjs as never, opts);
-  player.updateSettings({ streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } });
+  player.updateSettings({ debug: { logLevel: Number(q.get("log_level") ?? "2") }, streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } });
+  player.on(dashjs.MediaPlayer.events.ERROR, (e: unknown) => console.error("dash.js error", JSON.stringify(e).slice(0, 500)));
   const session = await nuwa.session;
   player.on(dashjs.MediaPlayer.events.THROUGHPUT_MEASUREMENT_STORED, () => {});
   player.on(dashjs.MediaPlayer.events.QUALITY_CHANGE_RENDERED, (e: { mediaType: string; newRepresentation?: { bandwidth: number } }) => {

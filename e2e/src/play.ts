@@ -35,7 +35,7 @@ export async function ensureContent(duration_s: number): Promise<string> {
     cwd: REPO_ROOT,
     maxBuffer: 16 * 1024 * 1024,
   });
-  const info = JSON.parse(stdout.trim().split("\n").pop()!) as { dir: string; mpd_path: string };
+  const info = JSON.parse(stdout) as { dir: string; mpd_path: string };
   return info.dir;
 }
 
@@ -78,6 +78,7 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
       scheme: page_scheme,
       duration_s: String(o.duration_s),
       mpd: "/manifest.mpd",
+      log_level: process.env.NUWA_DASHJS_LOG_LEVEL ?? "2",
       cc: JSON.stringify(o.cc ?? {}),
     });
     await page.goto(`http://127.0.0.1:${web.port}/play.html?${params}`);

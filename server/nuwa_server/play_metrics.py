@@ -112,8 +112,9 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
         ss = per_bin[b]
         cap_bps = cap[b] * 8.0
         downloading = bool(ss) and sum(1 for s in ss if s["downloading"]) >= 0.75 * len(ss)
-        nuwa_bps = statistics.mean(s["nuwa_bps"] for s in ss) if ss else None
-        dash_vals = [s["dashjs_bps"] for s in ss if s["dashjs_bps"] == s["dashjs_bps"]]
+        nuwa_vals = [s["nuwa_bps"] for s in ss if s["nuwa_bps"] is not None]
+        nuwa_bps = statistics.mean(nuwa_vals) if nuwa_vals else None
+        dash_vals = [s["dashjs_bps"] for s in ss if s["dashjs_bps"] is not None]
         dash_bps = statistics.mean(dash_vals) if dash_vals else None
         series.append(
             {
@@ -172,6 +173,11 @@ def write_report(
 
     s = page["samples"]
     t0 = s[0]["t_us"] if s else 0
+    nan = float("nan")
+
+    def v(x: Any, scale: float = 1.0) -> float:
+        return nan if x is None else float(x) / scale
+
     ts = [(x["t_us"] - t0) / 1e6 for x in s]
     fig, ax = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
     ser = summary["series"]
@@ -182,24 +188,26 @@ def write_report(
         label="capacity (emulator)",
         color="k",
     )
-    ax[0].plot(ts, [x["nuwa_bps"] / 1e6 for x in s], label="Nuwa estimate")
-    ax[0].plot(ts, [x["dashjs_bps"] / 1e6 for x in s], label="dash.js estimate")
+    ax[0].plot(ts, [v(x["nuwa_bps"], 1e6) for x in s], label="Nuwa estimate")
+    ax[0].plot(ts, [v(x["dashjs_bps"], 1e6) for x in s], label="dash.js estimate")
     ax[0].set_ylabel("Mbit/s")
     ax[0].legend(loc="upper right")
     ax[0].set_title(
         f"{summary['scheme']} on {Path(summary['trace']).name}: "
         f"QoE/chunk {summary['qoe_per_chunk']:.2f}"
     )
-    ax[1].plot(ts, [x["qd_ms"] for x in s], label="queuing delay (controller)")
+    ax[1].plot(ts, [v(x["qd_ms"]) for x in s], label="queuing delay (controller)")
     ax[1].axhline(td_ms, color="r", linestyle="--", label="Td")
     ax[1].set_ylabel("ms")
     ax[1].legend(loc="upper right")
-    ax[2].plot(ts, [x["window_bytes"] / 1000 for x in s], label="window (grant)")
+    ax[2].plot(ts, [v(x["window_bytes"], 1000) for x in s], label="window (grant)")
     ax[2].set_ylabel("kB")
     ax[2].legend(loc="upper right")
-    ax[3].plot(ts, [x["buffer_s"] for x in s], label="buffer (s)")
+    ax[3].plot(ts, [v(x["buffer_s"]) for x in s], label="buffer (s)")
     ax3b = ax[3].twinx()
-    ax3b.step(ts, [x["bitrate_kbps"] for x in s], where="post", color="g", label="bitrate (kbit/s)")
+    ax3b.step(
+        ts, [v(x["bitrate_kbps"]) for x in s], where="post", color="g", label="bitrate (kbit/s)"
+    )
     ax[3].set_xlabel("time (s)")
     ax[3].legend(loc="upper left")
     ax3b.legend(loc="upper right")
