@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { promisify } from "node:util";
 import { launchChromium } from "./browser.js";
 import { buildPages } from "./build-pages.js";
-import { PYTHON, REPO_ROOT, type Started, startWithReady } from "./procs.js";
+import { type Link, PYTHON, REPO_ROOT, startLink } from "./procs.js";
 import { serveStatic } from "./static.js";
 
 const execFileP = promisify(execFile);
@@ -55,44 +55,16 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
   mkdirSync(`${out}/server`, { recursive: true });
   const trace = resolve(o.trace);
   await buildPages();
-  const started: Started[] = [];
+  let link: Link | null = null;
   const stopAll = async () => {
-    for (const s of started.reverse()) await s.stop();
+    await link?.stop();
   };
   let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
   const web = await serveStatic(`${REPO_ROOT}e2e/pages`);
   try {
-    const server = await startWithReady(
-      PYTHON,
-      ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", o.scheme, "--content-root", `${REPO_ROOT}e2e/pages`, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${out}/server`],
-      `${out}/server.stderr`,
-    );
-    started.push(server);
-    const emu = await startWithReady(
-      PYTHON,
-      [
-        "-m",
-        "nuwa_server.emulator",
-        "--listen",
-        "127.0.0.1:0",
-        "--server",
-        `127.0.0.1:${server.ready.port}`,
-        "--trace",
-        trace,
-        "--delay-ms",
-        String(delay_ms),
-        "--uplink-delay-ms",
-        String(delay_ms),
-        "--queue-packets",
-        String(o.queue_packets ?? 1000),
-        "--log",
-        `${out}/emulator.log`,
-        "--summary-json",
-        `${out}/emulator-summary.json`,
-      ],
-      `${out}/emulator.stderr`,
-    );
-    started.push(emu);
+    link = await startLink({ cc: o.scheme, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out });
+    const server = link.server;
+    const emu = link.emulator;
     browser = await launchChromium();
     const page = await browser.newPage();
     const params = new URLSearchParams({

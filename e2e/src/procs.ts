@@ -63,3 +63,47 @@ export function startWithReady(cmd: string, args: string[], stderr_path: string,
     });
   });
 }
+
+export interface LinkSetup {
+  /** Server congestion control mode. */
+  cc: "nuwa" | "cubic" | "reno";
+  content_root: string;
+  /** Absolute trace path. */
+  trace: string;
+  delay_ms: number;
+  queue_packets: number;
+  /** Run directory: server logs go to `out/server`, the emulator log to `out/emulator.log`. */
+  out: string;
+}
+
+export interface Link {
+  server: Started;
+  emulator: Started;
+  /** Stop the emulator, then the server (idempotent). */
+  stop: () => Promise<void>;
+}
+
+/** Start the aioquic server and the trace-driven emulator in front of it. */
+export async function startLink(l: LinkSetup): Promise<Link> {
+  const server = await startWithReady(
+    PYTHON,
+    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`],
+    `${l.out}/server.stderr`,
+  );
+  let emulator: Started;
+  try {
+    emulator = await startWithReady(
+      PYTHON,
+      ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", l.trace, "--delay-ms", String(l.delay_ms), "--uplink-delay-ms", String(l.delay_ms), "--queue-packets", String(l.queue_packets), "--log", `${l.out}/emulator.log`, "--summary-json", `${l.out}/emulator-summary.json`],
+      `${l.out}/emulator.stderr`,
+    );
+  } catch (e) {
+    await server.stop();
+    throw e;
+  }
+  const stop = async () => {
+    await emulator.stop();
+    await server.stop();
+  };
+  return { server, emulator, stop };
+}
