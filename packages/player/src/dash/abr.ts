@@ -46,7 +46,15 @@ interface ThroughputParent {
  */
 export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, onDashjsEstimate?: (kbps: number) => void, safety_factor = 0.9): () => object {
   return function NuwaThroughput(this: { parent: ThroughputParent }) {
-    const parent = this.parent;
+    // dash.js (FactoryMaker, override=true) copies our methods onto the parent
+    // instance after this function returns, so `this.parent.getAverageThroughput`
+    // would later be our own function: capture the originals now, bound.
+    const p = this.parent;
+    const parent: ThroughputParent = {
+      getAverageThroughput: p.getAverageThroughput.bind(p),
+      getSafeAverageThroughput: p.getSafeAverageThroughput.bind(p),
+      getAverageLatency: p.getAverageLatency.bind(p),
+    };
     const own = (type: string, mode?: unknown, n?: number) => {
       const kbps = parent.getAverageThroughput(type, mode, n);
       if (type === "video") onDashjsEstimate?.(kbps);
