@@ -60,6 +60,10 @@ class GrantConfig:
         initial_window_bytes: window before the first grant (12000 bytes).
         min_window_bytes / max_window_bytes: clamp of a grant's window.
         grant_timeout_us: no-grant time before the fallback, µs.
+        window_from_grants: True: a grant's window is the window (``nuwa``);
+            False (``oracle``): grants only report ``cum_received_bytes`` and
+            the window is set by :meth:`GrantState.set_window` (issue 5's
+            causal oracle, :mod:`.emulator.oracle`).
     """
 
     enforce: bool = True
@@ -67,6 +71,7 @@ class GrantConfig:
     min_window_bytes: int = MIN_WINDOW_BYTES
     max_window_bytes: int = MAX_WINDOW_BYTES
     grant_timeout_us: int = DEFAULT_GRANT_TIMEOUT_US
+    window_from_grants: bool = True
 
     def validate(self) -> GrantConfig:
         """Return self, or raise ValueError if a bound is out of order or ≤ 0."""
@@ -191,7 +196,7 @@ class GrantState:
                 False, REASON_REPLAY, grant, self.window_bytes, self.cum_received_bytes, None
             )
         reasons: list[str] = []
-        window = grant.window_bytes
+        window = grant.window_bytes if self.config.window_from_grants else self.window_bytes
         if window < self.config.min_window_bytes:
             window = self.config.min_window_bytes
             reasons.append(REASON_WINDOW_LOW)
@@ -223,6 +228,18 @@ class GrantState:
             cum,
             self.rtt_sample_us(grant, now_us),
         )
+
+    def set_window(self, window_bytes: int) -> int:
+        """Set the window from a source other than grants (the oracle); returns it clamped.
+
+        Clamped to [min_window_bytes, max_window_bytes]. Raises ValueError if
+        this state takes its window from grants (``window_from_grants``).
+        """
+        if self.config.window_from_grants:
+            raise ValueError("set_window: this session takes its window from grants")
+        self.window_bytes = min(max(int(window_bytes), self.config.min_window_bytes),
+                                self.config.max_window_bytes)
+        return self.window_bytes
 
     def rtt_sample_us(self, grant: Grant, now_us: int) -> int | None:
         """RTT sample from the echo: now − echo_send_time_us − echo_hold_us, µs.

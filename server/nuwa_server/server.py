@@ -37,6 +37,7 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.logger import QuicFileLogger
 
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
+from .emulator.oracle import OracleMessageError, decode_report
 from .session import CC_MODES, NuwaProtocol, ServerContext, SessionConfig
 
 logger = logging.getLogger("nuwa_server.server")
@@ -59,6 +60,8 @@ class RunningServer:
     context: ServerContext
     transport: asyncio.DatagramTransport
     quic_server: QuicServer
+    oracle_port: int | None = None
+    oracle_transport: asyncio.DatagramTransport | None = None
 
     def ready_line(self, host: str, production: bool) -> dict[str, Any]:
         """The ``ready`` JSON object printed on start."""
@@ -69,14 +72,39 @@ class RunningServer:
             "cc": self.context.config.cc,
             "spki_sha256_b64": self.cert.spki_sha256_b64,
             "host": host,
+            "oracle_port": self.oracle_port,
         }
 
     def close(self) -> None:
-        """Close every session and connection, then the socket."""
+        """Close every session and connection, then the sockets."""
         for proto in set(self.quic_server._protocols.values()):
             if isinstance(proto, NuwaProtocol):
                 proto.close_all("server_shutdown")
         self.quic_server.close()
+        if self.oracle_transport is not None:
+            self.oracle_transport.close()
+        self.context.close_oracle_log()
+
+
+class OracleProtocol(asyncio.DatagramProtocol):
+    """Receives the emulator's capacity reports (``--cc oracle``, :mod:`.emulator.oracle`).
+
+    Malformed datagrams are counted in ``dropped`` and otherwise ignored.
+    """
+
+    def __init__(self, context: ServerContext) -> None:
+        self.context = context
+        self.dropped = 0
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        """Decode one report and apply it to every session."""
+        try:
+            r = decode_report(data)
+        except OracleMessageError as exc:
+            self.dropped += 1
+            logger.warning("dropped oracle datagram from %s: %s", addr, exc)
+            return
+        self.context.on_oracle_report(r.capacity_bytes, r.window_ms, r.t_ms)
 
 
 def make_quic_configuration(
@@ -127,11 +155,17 @@ async def start_server(
     cert_path: str | None = None,
     key_path: str | None = None,
     qlog_dir: str | None = None,
+    oracle_host: str = "127.0.0.1",
+    oracle_port: int = 0,
 ) -> RunningServer:
     """Start listening; returns once the socket is bound (port 0: any free port).
 
     Either ``state_dir`` (dev certificate, made if needed) or both
     ``cert_path`` and ``key_path`` must be given.
+
+    With ``config.cc == "oracle"`` it also binds a UDP socket on
+    ``oracle_host:oracle_port`` (0: any free port) for the emulator's capacity
+    reports; its port is ``RunningServer.oracle_port``.
 
     Raises:
         ValueError: bad config or certificate arguments. OSError: bind failed.
@@ -155,7 +189,14 @@ async def start_server(
         sock=sock,
     )
     bound_port = sock.getsockname()[1]
-    return RunningServer(bound_port, cert, context, transport, quic_server)
+    running = RunningServer(bound_port, cert, context, transport, quic_server)
+    if config.cc == "oracle":
+        o_transport, _ = await loop.create_datagram_endpoint(
+            partial(OracleProtocol, context), local_addr=(oracle_host, oracle_port)
+        )
+        running.oracle_transport = o_transport
+        running.oracle_port = int(o_transport.get_extra_info("sockname")[1])
+    return running
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -164,7 +205,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="::", help="bind address; :: is dual stack (default ::)")
     p.add_argument("--port", type=int, default=4433, help="UDP port, 0 = any (default 4433)")
     p.add_argument("--cc", choices=CC_MODES, default="nuwa",
-                   help="nuwa: grants obeyed under a cubic ceiling; cubic/reno: grants ignored")
+                   help="nuwa: grants obeyed under a cubic ceiling; cubic/reno: grants ignored; "
+                   "oracle: window from the emulator's capacity reports (--oracle-port)")
+    p.add_argument("--oracle-port", type=int, default=0,
+                   help="oracle mode: UDP port on 127.0.0.1 for capacity reports (0: any)")
     p.add_argument("--content-root", help="directory served by get requests")
     p.add_argument("--state-dir", help="where the dev certificate lives")
     p.add_argument("--cert", help="PEM certificate (production; no hash printed)")
@@ -202,6 +246,7 @@ async def _run(args: argparse.Namespace) -> int:
         cert_path=args.cert,
         key_path=args.key,
         qlog_dir=args.qlog_dir,
+        oracle_port=args.oracle_port,
     )
     effective = {"event": "config", **asdict(config), "host": args.host, "port": server.port,
                  "quic_congestion_control": config.quic_congestion_control,

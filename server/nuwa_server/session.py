@@ -93,7 +93,7 @@ BULK_PATTERN_PERIOD = 251
 """Bulk payload byte at offset i is ``i % 251`` (a prime period, so misordered
 or shifted data is detectable)."""
 
-CC_MODES = ("nuwa", "cubic", "reno")
+CC_MODES = ("nuwa", "cubic", "reno", "oracle")
 
 _FILE_BLOCK_BYTES = 1 << 16
 _TYPE_NAMES = {t: t.name for t in FrameType}
@@ -113,7 +113,10 @@ class SessionConfig:
 
     Attributes:
         cc: ``nuwa`` (QUIC cc cubic as the ceiling, grants obeyed), ``cubic`` or
-            ``reno`` (aioquic's own cc; grants parsed and logged, ignored).
+            ``reno`` (aioquic's own cc; grants parsed and logged, ignored),
+            ``oracle`` (cubic ceiling; grants give only the bytes received, the
+            window comes from the emulator's capacity oracle, see
+            :meth:`ServerContext.on_oracle_report`).
         content_root: directory served by ``get``; None serves nothing (404).
         log_dir: per-session JSONL logs go to a subdirectory; None: no logs.
         frame_payload_bytes: DATA payload per frame, bytes (1200).
@@ -155,15 +158,16 @@ class SessionConfig:
 
     @property
     def quic_congestion_control(self) -> str:
-        """aioquic congestion control name: cubic for ``nuwa`` (the ceiling)."""
-        return "cubic" if self.cc == "nuwa" else self.cc
+        """aioquic congestion control name: cubic for ``nuwa``/``oracle`` (the ceiling)."""
+        return "cubic" if self.cc in ("nuwa", "oracle") else self.cc
 
     def grant_config(self) -> GrantConfig:
         """The :class:`GrantConfig` this config implies."""
         return GrantConfig(
-            enforce=self.cc == "nuwa",
+            enforce=self.cc in ("nuwa", "oracle"),
             initial_window_bytes=self.initial_window_bytes,
             grant_timeout_us=self.grant_timeout_us,
+            window_from_grants=self.cc != "oracle",
         )
 
 
@@ -626,6 +630,10 @@ class ServerContext:
     sessions: list[NuwaSession] = field(default_factory=list)
     connections: int = 0
     on_session: Callable[[NuwaSession], None] | None = None
+    protocols: list[NuwaProtocol] = field(default_factory=list)
+    oracle_window_bytes: int | None = None
+    oracle_reports: int = 0
+    _oracle_log: IO[str] | None = None
 
     @classmethod
     def create(cls, config: SessionConfig) -> ServerContext:
@@ -633,6 +641,43 @@ class ServerContext:
         config.validate()
         root = ContentRoot(config.content_root) if config.content_root else None
         return cls(config, root)
+
+    def on_oracle_report(self, capacity_bytes: int, window_ms: int, t_ms: float) -> int:
+        """Apply one oracle report (``--cc oracle``): window = capacity × base RTT.
+
+        ``capacity_bytes`` were offered by the link over the last ``window_ms``
+        (the base RTT), counted in wire bytes (UDP payloads); the window counts
+        frame bytes, so it is scaled by frame ÷ (frame + QUIC packet overhead).
+        Sets every open session's window, logs the report to
+        ``<log_dir>/oracle.jsonl`` and wakes the senders. Returns the window,
+        bytes. Raises ValueError when the server is not in oracle mode.
+        """
+        if self.config.cc != "oracle":
+            raise ValueError(f"oracle report in cc={self.config.cc} mode")
+        frame = FRAME_HEADER_BYTES + self.config.frame_payload_bytes
+        window = int(capacity_bytes * frame / (frame + PACKET_OVERHEAD_BYTES))
+        self.oracle_window_bytes = window
+        self.oracle_reports += 1
+        for session in self.sessions:
+            if not session.closed:
+                window = session.grants.set_window(window)
+        if self.config.log_dir is not None:
+            if self._oracle_log is None:
+                self._oracle_log = open(Path(self.config.log_dir) / "oracle.jsonl", "w",
+                                        buffering=1 << 14)
+            self._oracle_log.write(
+                f'{{"recv_time_us":{now_us()},"t_ms":{t_ms:.3f},"window_ms":{window_ms},'
+                f'"capacity_bytes":{capacity_bytes},"window_bytes":{window}}}\n'
+            )
+        for proto in list(self.protocols):
+            proto.transmit()
+        return window
+
+    def close_oracle_log(self) -> None:
+        """Flush and close ``oracle.jsonl`` (idempotent)."""
+        if self._oracle_log is not None:
+            self._oracle_log.close()
+            self._oracle_log = None
 
 
 class NuwaProtocol(QuicConnectionProtocol):
@@ -649,6 +694,7 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._context = context
         self._config = context.config
         context.connections += 1
+        context.protocols.append(self)
         self._conn_index = context.connections
         self._h3: H3Connection | None = None
         self._sessions: dict[int, NuwaSession] = {}
@@ -668,6 +714,8 @@ class NuwaProtocol(QuicConnectionProtocol):
                 session.close(f"connection_terminated:{event.error_code}:{event.reason_phrase}")
             self._sessions.clear()
             self._cancel_wake()
+            if self in self._context.protocols:
+                self._context.protocols.remove(self)
         if self._h3 is not None:
             for h3_event in self._h3.handle_event(event):
                 self._h3_event_received(h3_event)
@@ -728,6 +776,8 @@ class NuwaProtocol(QuicConnectionProtocol):
             )
             session = NuwaSession(event.stream_id, name, self._config,
                                   self._context.content_root, start)
+            if self._context.oracle_window_bytes is not None:
+                session.grants.set_window(self._context.oracle_window_bytes)
             self._sessions[event.stream_id] = session
             self._context.sessions.append(session)
             logger.info("session %s opened (cc=%s)", name, self._config.cc)

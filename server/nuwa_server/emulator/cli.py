@@ -116,6 +116,22 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="raise CPU priority for timely wake-ups (auto: SCHED_FIFO if permitted, else nice)",
     )
+    p.add_argument(
+        "--oracle-to",
+        help="HOST:PORT of the server's oracle socket (--cc oracle): send it the capacity "
+        "offered over the last base RTT, one uplink delay late",
+    )
+    p.add_argument(
+        "--oracle-interval-ms",
+        type=_pos_float,
+        default=10.0,
+        help="oracle report period, ms (default 10)",
+    )
+    p.add_argument(
+        "--oracle-window-ms",
+        type=_pos_float,
+        help="oracle measurement window, ms (default: --delay-ms + --uplink-delay-ms)",
+    )
     return p
 
 
@@ -128,6 +144,14 @@ def config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> Relay
         p.error(str(e))
     if server[1] == 0:
         p.error("--server needs a real port, not 0")
+    oracle_to = None
+    if a.oracle_to:
+        try:
+            oracle_to = parse_hostport(a.oracle_to)
+        except ValueError as e:
+            p.error(f"--oracle-to: {e}")
+        if oracle_to[1] == 0:
+            p.error("--oracle-to needs a real port, not 0")
     try:
         trace = load_trace(a.trace)
         uplink_trace = load_trace(a.uplink_trace) if a.uplink_trace else None
@@ -157,6 +181,9 @@ def config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> Relay
         duration_s=a.duration,
         spin_us=a.spin_us,
         priority=a.priority,
+        oracle_to=oracle_to,
+        oracle_interval_ms=a.oracle_interval_ms,
+        oracle_window_ms=a.oracle_window_ms,
     )
 
 

@@ -37,6 +37,7 @@ from typing import Any
 from .delay import DelayLine
 from .link import QueueLimit, TraceLink
 from .mmlog import MahimahiLogWriter, sidecar_path, write_sidecar
+from .oracle import CapacityCounter, OracleReport, encode_report
 from .rate import RateLink
 from .rxtime import ANC_BYTES, RxClock, enable_rx_timestamps
 from .timing import (
@@ -65,6 +66,10 @@ class RelayConfig:
     ``uplink_trace`` overrides ``uplink_rate_bps``. ``uplink_queue`` bounds the
     uplink queue (default 1000 packets). ``duration_s``: stop after this long
     (None: until :meth:`Relay.request_stop`).
+    ``oracle_to``: (host, port) of the server's oracle socket; when set, every
+    ``oracle_interval_ms`` the capacity offered over the last
+    ``oracle_window_ms`` (default: delay_ms + uplink_delay_ms, the base RTT)
+    is sent there ``uplink_delay_ms`` late (:mod:`.oracle`).
     """
 
     server: tuple[str, int]
@@ -86,6 +91,9 @@ class RelayConfig:
     socket_buffer_bytes: int = 4 << 20
     timer_slack_ns: int = 10_000
     priority: str = "auto"
+    oracle_to: tuple[str, int] | None = None
+    oracle_interval_ms: float = 10.0
+    oracle_window_ms: float | None = None
 
 
 @dataclass
@@ -109,6 +117,7 @@ class RunStats:
     udp_rcvbuf_errors: int | None = None
     priority: str = "none"
     link_counters: dict[str, int] = field(default_factory=dict)
+    oracle_reports: int = 0
 
 
 def format_hostport(host: str, port: int) -> str:
@@ -224,6 +233,21 @@ class Relay:
             up_trace = TraceLink(cfg.uplink_trace, cfg.uplink_queue)
         self._up_delay = up_delay if up_trace is not None else None
         self._up_rate = up_rate
+        # causal oracle (issue 5): capacity over the last base RTT, one uplink delay late
+        oracle_sock: socket.socket | None = None
+        oracle_delay: DelayLine[bytes] = DelayLine(cfg.uplink_delay_ms)
+        oracle_next_ms = math.inf
+        oracle_window_ms = 0
+        oracle_counter = CapacityCounter(cfg.trace)
+        if cfg.oracle_to is not None:
+            o_family, o_addr = _resolve(*cfg.oracle_to)
+            oracle_sock = socket.socket(o_family, socket.SOCK_DGRAM)
+            oracle_sock.setblocking(False)
+            oracle_sock.connect(o_addr)
+            oracle_next_ms = cfg.oracle_interval_ms
+            w = cfg.oracle_window_ms
+            oracle_window_ms = max(1, round(w if w is not None
+                                            else cfg.delay_ms + cfg.uplink_delay_ms))
         info = {
             "listen_host": listen.getsockname()[0],
             "listen_port": port,
@@ -280,6 +304,21 @@ class Relay:
                         u.item[1].send(u.item[0])
                     except OSError:
                         st.send_errors += 1
+                if oracle_sock is not None:
+                    while oracle_next_ms <= now:
+                        cap = oracle_counter.capacity_bytes(
+                            oracle_next_ms - oracle_window_ms, oracle_next_ms
+                        )
+                        msg = encode_report(OracleReport(oracle_next_ms, oracle_window_ms, cap,
+                                                         st.oracle_reports))
+                        st.oracle_reports += 1
+                        oracle_delay.push(oracle_next_ms, msg)
+                        oracle_next_ms += cfg.oracle_interval_ms
+                    for _, omsg in oracle_delay.pop_due(now):
+                        try:
+                            oracle_sock.send(omsg)
+                        except OSError:
+                            st.send_errors += 1
                 if now - last_flush > 1000.0:
                     writer.flush()
                     self._rx.maybe_refresh(now)
@@ -294,6 +333,11 @@ class Relay:
                     x = down.first_opportunity_after_ms(max(x, down.now_ms))
                     if x < nxt:
                         nxt = x
+                if oracle_next_ms < nxt:
+                    nxt = oracle_next_ms
+                x = oracle_delay.next_ms()
+                if x is not None and x < nxt:
+                    nxt = x
                 if up_trace is not None:
                     x = up_trace.next_service_ms()
                     if x is not None and x < nxt:
@@ -340,6 +384,8 @@ class Relay:
             st.udp_rcvbuf_errors = None if rcv0 is None or rcv1 is None else rcv1 - rcv0
             st.link_counters = dict(vars(down.counters))
             st.rx_fallbacks = self._rx.fallbacks
+            if oracle_sock is not None:
+                oracle_sock.close()
             self._close()
         return st
 

@@ -79,6 +79,7 @@ def build_summary(log_path: str | Path, trace: Trace | None, stats: RunStats) ->
         "udp_rcvbuf_errors": stats.udp_rcvbuf_errors,
         "log_checks": checks,
         "link_counters": stats.link_counters,
+        "oracle_reports": stats.oracle_reports,
     }
 
 
