@@ -2,7 +2,18 @@
 
 export { type AbrDecision, abrSafetyFactor, makeNuwaAbrRule, makeThroughputOverride } from "./dash/abr.js";
 export { type AttachOptions, attachNuwa, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
+export {
+  createNuwaPlayer,
+  type DashjsModuleLike,
+  type MediaPlayerOf,
+  NUWA_PLAYER_EVENT_TYPES,
+  type NuwaPlayer,
+  type NuwaPlayerEvents,
+  type NuwaPlayerEventType,
+  type NuwaPlayerOptions,
+} from "./dash/create.js";
 export { makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
+export { TypedEmitter, type Unsubscribe } from "./emitter.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
 export {
   type NuwaRequest,
