@@ -138,8 +138,23 @@ describe("NuwaController API", () => {
     c.onFrame(0, 0, 1250);
     for (let i = 1; i <= 1000; i++) c.onFrame(i * 1000, i * 1000 + 5000, 1250); // 10 Mbit/s with a 5 ms standing queue
     const e = c.estimate(1_005_000);
-    expect(e.basis).toBe("delivery_rate");
+    expect(e.basis).toBe("busy_period"); // every frame queued behind the previous one
     expect(e.bps).toBeGreaterThan(9e6);
     expect(e.bps).toBeLessThan(11e6);
+  });
+
+  it("estimates the capacity, not the application's pace, for on-off segment downloads", () => {
+    // The sender bursts a 100 kB segment at 8 Mbit/s (a 1000-byte frame every 1 ms) into a
+    // 4 Mbit/s bottleneck (one frame every 2 ms, so frame i waits i ms); then the player idles.
+    const c = new NuwaController();
+    for (let s = 0; s < 5; s++) {
+      const t0 = s * 1_000_000;
+      for (let i = 0; i < 100; i++) c.onFrame(t0 + i * 1000, t0 + 25_000 + 2 * i * 1000, 1000);
+    }
+    const e = c.estimate(4_300_000);
+    expect(e.delivery_rate_bps).toBeLessThan(1.1e6); // 100 kB a second: the pace, not the capacity
+    expect(e.basis).toBe("busy_period");
+    expect(e.bps).toBeGreaterThan(0.9 * 4e6);
+    expect(e.bps).toBeLessThan(1.1 * 4e6);
   });
 });

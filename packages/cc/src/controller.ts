@@ -15,7 +15,7 @@
 import { type NuwaConfig, resolveConfig } from "./config.js";
 import { QueuingDelayKalman } from "./kalman.js";
 import { OneWayDelaySampler } from "./owd.js";
-import { DeliveryRateEstimator } from "./rate.js";
+import { BusyPeriodRateEstimator, DeliveryRateEstimator } from "./rate.js";
 
 /** Phase of the window state machine. */
 export type Phase = "startup" | "avoidance" | "probe_drain" | "silence";
@@ -42,7 +42,9 @@ export interface BandwidthEstimate {
   /** Estimated available bandwidth, bits per second. */
   bps: number;
   /** What the figure rests on. */
-  basis: "delivery_rate" | "window_per_rtt" | "kalman_capacity" | "none";
+  basis: "busy_period" | "delivery_rate" | "window_per_rtt" | "kalman_capacity" | "none";
+  /** Capacity measured over the link's busy periods (rate.ts BusyPeriodRateEstimator), bits per second (NaN without enough busy time). */
+  busy_rate_bps: number;
   /** Mean delivery rate over the last second, bits per second. */
   delivery_rate_bps: number;
   /** Max-filtered delivery rate (config.rate_filter_ms), bits per second. */
@@ -62,6 +64,7 @@ export class NuwaController {
   private readonly sampler: OneWayDelaySampler;
   private readonly kalman = new QueuingDelayKalman();
   private readonly rate = new DeliveryRateEstimator();
+  private readonly busy = new BusyPeriodRateEstimator();
   private window_bytes: number;
   private phase: Phase = "startup";
   private theta = 0;
@@ -139,6 +142,7 @@ export class NuwaController {
     }
     const zero_queue_arrival_us = send_time_us + this.sampler.baseOwdUs;
     const stale = zero_queue_arrival_us < this.stale_before_us;
+    if (!stale && this.phase !== "probe_drain") this.busy.onFrame(recv_time_us, s.queuing_delay_us, size_bytes, c.drain_threshold_ms * 1000);
 
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
     const qd_ms = c.qd_source === "kalman" ? this.kalman_qd_ms : this.raw_qd_ms;
@@ -267,9 +271,11 @@ export class NuwaController {
 
   /**
    * The bandwidth estimate at receiver time `now_us`.
-   * Backlogged link: the max-filtered delivery rate is the capacity. Otherwise the
-   * delivery rate understates it; the window over (min RTT + Qd) bounds what the
-   * grant would let through, and the larger of the two is reported.
+   * First choice: the capacity measured over the link's recent busy periods
+   * (frames that queued behind their predecessors), raised to the last 500 ms
+   * delivery rate if that is higher (a delivery rate is a lower bound on the
+   * capacity). Without busy periods on record: backlogged link, the delivery
+   * rate; otherwise the window over (min RTT + Qd) bounded by the delivery rates.
    */
   estimate(now_us: number): BandwidthEstimate {
     const c = this.config;
@@ -279,10 +285,14 @@ export class NuwaController {
     const window_rate_bps = (this.window_bytes * 8) / rtt_s;
     const backlogged = now_us - this.last_backlogged_us <= 500_000;
     const kalman_capacity_bps = this.kalman.capacityBps;
+    const busy = this.busy.estimate(now_us);
     let bps = 0;
     let basis: BandwidthEstimate["basis"] = "none";
     if (this.frames > 0) {
-      if (backlogged) {
+      if (Number.isFinite(busy.bps)) {
+        bps = Math.max(busy.bps, this.rate.rateBps(now_us, 500_000));
+        basis = bps === busy.bps ? "busy_period" : "delivery_rate";
+      } else if (backlogged) {
         bps = delivery_rate_bps;
         basis = "delivery_rate";
       } else if (window_rate_bps > delivery_rate_bps) {
@@ -293,7 +303,7 @@ export class NuwaController {
         basis = "delivery_rate";
       }
     }
-    return { bps, basis, delivery_rate_bps, max_delivery_rate_bps, window_rate_bps, kalman_capacity_bps, backlogged };
+    return { bps, basis, busy_rate_bps: busy.bps, delivery_rate_bps, max_delivery_rate_bps, window_rate_bps, kalman_capacity_bps, backlogged };
   }
 
   /** Window to grant, bytes. */

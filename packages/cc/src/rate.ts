@@ -81,3 +81,82 @@ export class DeliveryRateEstimator {
     return this.total_bytes;
   }
 }
+
+/**
+ * Capacity from busy periods: the bottleneck's service rate measured only while
+ * it was busy with our data. A frame that waited in the bottleneck queue for
+ * Qd ≥ the gap since the previous frame's arrival was already queued when the
+ * previous frame left, so the link spent that whole gap serving it: bytes over
+ * such gaps are the link's capacity, not the sender's or the application's pace.
+ * This is the receiver-side dispersion estimate of packet trains (Jain &
+ * Dovrolis, pathload; Sprout and PBE-CC use the same busy-period reasoning), and
+ * it stays valid when the player is application-limited (on-off segment
+ * downloads), where a plain delivery rate understates the capacity.
+ *
+ * Pure: every call takes the receiver time.
+ */
+export class BusyPeriodRateEstimator {
+  private readonly recv_us: Float64Array;
+  private readonly gap_us: Float64Array;
+  private readonly bytes: Float64Array;
+  private head = 0; // next slot
+  private count = 0;
+  private last_recv_us = Number.NaN;
+
+  /**
+   * @param busy_window_us how much busy time the estimate averages over, µs (default 500 ms)
+   * @param max_age_us samples older than this are ignored, µs (default 5 s)
+   * @param capacity_samples ring size (frames)
+   * @throws RangeError on non-positive windows
+   */
+  constructor(
+    private readonly busy_window_us = 500_000,
+    private readonly max_age_us = 5_000_000,
+    capacity_samples = 8192,
+  ) {
+    if (!(busy_window_us > 0) || !(max_age_us > 0) || !(capacity_samples > 0)) throw new RangeError("BusyPeriodRateEstimator: windows must be > 0");
+    this.recv_us = new Float64Array(capacity_samples);
+    this.gap_us = new Float64Array(capacity_samples);
+    this.bytes = new Float64Array(capacity_samples);
+  }
+
+  /**
+   * One received frame.
+   * @param recv_time_us receiver time of its last byte, µs (non-decreasing)
+   * @param queuing_delay_us its queuing delay (Eq. 1), µs
+   * @param size_bytes its size, bytes
+   * @param min_queue_us queues at or below this count as empty (the drain threshold), µs
+   */
+  onFrame(recv_time_us: number, queuing_delay_us: number, size_bytes: number, min_queue_us: number): void {
+    const gap_us = Number.isNaN(this.last_recv_us) ? Number.POSITIVE_INFINITY : recv_time_us - this.last_recv_us;
+    this.last_recv_us = recv_time_us;
+    if (!(gap_us >= 0) || !Number.isFinite(gap_us)) return;
+    if (queuing_delay_us <= min_queue_us || queuing_delay_us < gap_us) return; // the link may have idled in this gap
+    this.recv_us[this.head] = recv_time_us;
+    this.gap_us[this.head] = gap_us;
+    this.bytes[this.head] = size_bytes;
+    this.head = (this.head + 1) % this.recv_us.length;
+    this.count = Math.min(this.count + 1, this.recv_us.length);
+  }
+
+  /**
+   * Capacity over the most recent `busy_window_us` of busy time, bits per second,
+   * with the busy time it rests on (µs) and the age of its newest sample (µs).
+   * Returns bps NaN when fewer than `min_busy_us` of busy time is on record.
+   */
+  estimate(now_us: number, min_busy_us = 50_000): { bps: number; busy_us: number; age_us: number } {
+    const n = this.recv_us.length;
+    let busy_us = 0;
+    let bytes = 0;
+    let newest = Number.NaN;
+    for (let i = 1; i <= this.count && busy_us < this.busy_window_us; i++) {
+      const j = (this.head - i + n) % n;
+      if (now_us - this.recv_us[j]! > this.max_age_us) break;
+      if (Number.isNaN(newest)) newest = this.recv_us[j]!;
+      busy_us += this.gap_us[j]!;
+      bytes += this.bytes[j]!;
+    }
+    const bps = busy_us >= min_busy_us ? (bytes * 8 * 1e6) / busy_us : Number.NaN;
+    return { bps, busy_us, age_us: Number.isNaN(newest) ? Number.POSITIVE_INFINITY : now_us - newest };
+  }
+}

@@ -18,7 +18,7 @@ export interface EstimateSource {
 
 /** Safety factor applied to the estimate, from buffer level (s) and the estimate's basis. */
 export function abrSafetyFactor(buffer_s: number, basis: string): number {
-  const uncertainty = basis === "delivery_rate" ? 0.1 : 0.25; // an app-limited figure is less certain
+  const uncertainty = basis === "busy_period" || basis === "delivery_rate" ? 0.1 : 0.25; // an app-limited figure is less certain
   const buffer_term = buffer_s < 4 ? 0.7 : buffer_s < 10 ? 0.85 : 1.0; // low buffer: play safe (BOLA's intuition, simplified)
   return (1 - uncertainty) * buffer_term;
 }
@@ -79,10 +79,17 @@ export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, o
 }
 
 /** Minimal dash.js surfaces the rule touches. */
+interface RepresentationLike {
+  bitrateInKbit?: number;
+}
 interface RulesContext {
   getMediaInfo(): unknown;
   getMediaType(): string;
-  getAbrController(): { getOptimalRepresentationForBitrate(mediaInfo: unknown, kbps: number, includeCompatible: boolean): { bitrateInKbit?: number } | null };
+  getRepresentation?(): RepresentationLike | null | undefined;
+  getAbrController(): {
+    getOptimalRepresentationForBitrate(mediaInfo: unknown, kbps: number, includeCompatible: boolean): RepresentationLike | null;
+    getPossibleVoRepresentationsFilteredBySettings?(mediaInfo: unknown, includeCompatible: boolean): RepresentationLike[] | null;
+  };
 }
 
 /** Last decision of the Nuwa rule, for telemetry. */
@@ -93,6 +100,48 @@ export interface AbrDecision {
   buffer_s: number;
   chosen_kbps: number | null;
   reason: string;
+}
+
+/** Buffer levels (s) that shape the rule's switching. */
+export const ABR_BUFFER_S = {
+  /** Below this, go up at most one rung per segment. */
+  cautious_up: 6,
+  /** At or above this, hold the current bitrate while the raw estimate still carries it. */
+  hold_down: 10,
+} as const;
+
+/**
+ * Nuwa's bitrate choice for the next segment (pure; unit-tested).
+ * The budget is the estimate × abrSafetyFactor(buffer, basis). Up: to the highest
+ * rung within the budget, one rung at a time while the buffer is below
+ * ABR_BUFFER_S.cautious_up. Down: to the highest rung within the budget, unless
+ * the buffer is at least ABR_BUFFER_S.hold_down and the raw estimate still covers
+ * the current bitrate (the buffer absorbs the safety margin, so no switch is spent
+ * on it; Pensieve's QoE charges every switch).
+ * @param ladder_kbps available bitrates, kbit/s, any order (non-empty)
+ * @param current_kbps bitrate of the last segment, kbit/s (null before the first)
+ * @param estimate_kbps Nuwa's estimate, kbit/s (finite, > 0)
+ * @throws RangeError on an empty ladder or a non-positive estimate
+ */
+export function chooseBitrateKbps(ladder_kbps: readonly number[], current_kbps: number | null, estimate_kbps: number, basis: string, buffer_s: number): { kbps: number; budget_kbps: number; why: string } {
+  if (ladder_kbps.length === 0) throw new RangeError("chooseBitrateKbps: empty ladder");
+  if (!(estimate_kbps > 0)) throw new RangeError(`chooseBitrateKbps: estimate must be > 0 kbit/s, got ${estimate_kbps}`);
+  const ladder = [...ladder_kbps].sort((a, b) => a - b);
+  const budget_kbps = estimate_kbps * abrSafetyFactor(buffer_s, basis);
+  let target = ladder[0]!;
+  for (const r of ladder) if (r <= budget_kbps) target = r;
+  if (current_kbps === null) return { kbps: target, budget_kbps, why: "first segment: highest rung within budget" };
+  const cur_i = Math.max(0, ladder.findIndex((r) => r >= current_kbps));
+  const cur = ladder[cur_i]!;
+  if (target > cur) {
+    if (buffer_s < ABR_BUFFER_S.cautious_up) return { kbps: ladder[cur_i + 1]!, budget_kbps, why: `up one rung (buffer ${buffer_s.toFixed(1)} s < ${ABR_BUFFER_S.cautious_up} s)` };
+    return { kbps: target, budget_kbps, why: "up to the highest rung within budget" };
+  }
+  if (target < cur) {
+    if (buffer_s >= ABR_BUFFER_S.hold_down && estimate_kbps >= cur) return { kbps: cur, budget_kbps, why: `hold: buffer ${buffer_s.toFixed(1)} s absorbs the safety margin` };
+    return { kbps: target, budget_kbps, why: "down to the highest rung within budget" };
+  }
+  return { kbps: cur, budget_kbps, why: "stay" };
 }
 
 /**
@@ -116,11 +165,31 @@ export function makeNuwaAbrRule(
       const c = src.controller();
       const basis = c ? c.estimate(src.now_us()).basis : "none";
       const buffer_s = bufferLevelS(media_type);
-      const budget = est * abrSafetyFactor(buffer_s, basis);
-      const rep = rules.getAbrController().getOptimalRepresentationForBitrate(rules.getMediaInfo(), budget, true);
+      const abr = rules.getAbrController();
+      const reps = (abr.getPossibleVoRepresentationsFilteredBySettings?.(rules.getMediaInfo(), true) ?? []).filter((r) => typeof r.bitrateInKbit === "number");
+      let rep: RepresentationLike | null;
+      let budget: number;
+      let why: string;
+      if (reps.length > 0) {
+        const current = rules.getRepresentation?.()?.bitrateInKbit ?? null;
+        const choice = chooseBitrateKbps(
+          reps.map((r) => r.bitrateInKbit!),
+          current,
+          est,
+          basis,
+          buffer_s,
+        );
+        rep = reps.find((r) => r.bitrateInKbit === choice.kbps) ?? null;
+        budget = choice.budget_kbps;
+        why = choice.why;
+      } else {
+        budget = est * abrSafetyFactor(buffer_s, basis);
+        rep = abr.getOptimalRepresentationForBitrate(rules.getMediaInfo(), budget, true);
+        why = "highest rung within budget";
+      }
       sr.representation = rep ?? undefined;
       sr.priority = 0.5;
-      const reason = `[NuwaAbrRule] estimate ${est.toFixed(0)} kbit/s (${basis}) × safety ${(budget / est).toFixed(2)} at buffer ${buffer_s.toFixed(1)} s → ${rep?.bitrateInKbit ?? "n/a"} kbit/s`;
+      const reason = `[NuwaAbrRule] estimate ${est.toFixed(0)} kbit/s (${basis}) × safety ${(budget / est).toFixed(2)} at buffer ${buffer_s.toFixed(1)} s → ${rep?.bitrateInKbit ?? "n/a"} kbit/s: ${why}`;
       sr.reason = { message: reason, throughput: est };
       onDecision?.({ media_type, estimate_kbps: est, budget_kbps: budget, buffer_s, chosen_kbps: rep?.bitrateInKbit ?? null, reason });
       return sr;

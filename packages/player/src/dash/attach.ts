@@ -75,7 +75,13 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       (t) => player.getDashMetrics().getCurrentBufferLevel(t) || 0,
       (decision) => o.onTelemetry?.({ type: "abr", t_us: now_us(), decision }),
     );
-    player.updateSettings({ streaming: { abr: { rules: { throughputRule: { active: false }, bolaRule: { active: false } } } } });
+    // Nuwa's rule decides alone: dash.js's own rules would override it at low buffer
+    // (InsufficientBufferRule), undo switches (SwitchHistoryRule) or abandon segments
+    // on progress figures our loader does not produce (AbandonRequestsRule).
+    const off = { active: false };
+    player.updateSettings({
+      streaming: { abr: { rules: { throughputRule: off, bolaRule: off, insufficientBufferRule: off, switchHistoryRule: off, droppedFramesRule: off, abandonRequestsRule: off, l2ARule: off, loLPRule: off } } },
+    });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));
   }
   return {
