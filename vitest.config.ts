@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
-  test: { include: ["packages/*/src/**/*.test.ts"], testTimeout: 30_000 },
+  test: { include: ["packages/*/src/**/*.test.ts", "demo/src/**/*.test.ts"], testTimeout: 30_000 },
 });

@@ -1,0 +1,274 @@
+/**
+ * The demo page: dash.js 5 plays the DASH ladder over a Nuwa session
+ * (`attachNuwa`; `createNuwaPlayer` has not landed), with live uPlot plots on the
+ * emulator's clock: queuing delay (page's Eq. 1 Qd and the emulator's own) against
+ * Td; window and last grant; Nuwa's and dash.js's estimates against the trace's
+ * capacity; buffer and bitrate; k and ρ over time. Td, k and ρ apply at run time
+ * through `setParams`; the trace selector restarts server and emulator (demo/src/server.ts)
+ * and reloads the page. State for tests: `window.__nuwa_demo`.
+ */
+import { DEFAULT_CONFIG } from "@nuwa/cc";
+import { attachNuwa, type NuwaAttachment } from "@nuwa/player";
+import * as dashjsModule from "dashjs";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import { BinStore, type SeriesName } from "./store.js";
+
+// The ESM build puts FactoryMaker only on its default export; the typings declare no default.
+const dashjs = ((dashjsModule as unknown as { default?: typeof dashjsModule }).default ?? dashjsModule) as typeof dashjsModule;
+
+interface DemoConfig {
+  epoch: number;
+  session_url: string;
+  cert_sha256_hex: string;
+  mpd: string;
+  trace: { path: string; name: string; mean_mbps: number; description: string };
+  delay_ms: number;
+  queue_packets: number;
+  bin_ms: number;
+}
+interface TraceInfo {
+  path: string;
+  family: string;
+  name: string;
+  mean_mbps: number;
+}
+interface LinkAnswer {
+  epoch: number;
+  link_now_ms: number;
+  bin_ms: number;
+  first_bin: number;
+  capacity_bps: number[];
+  truth: { qd_mean_ms: (number | null)[]; qd_max_ms: (number | null)[]; delivered_bps: number[]; drops: number[] };
+}
+
+/** What the e2e test reads. */
+interface DemoState {
+  ready: boolean;
+  error: string | null;
+  errors: string[];
+  epoch: number;
+  ticks: number;
+  media_s: number;
+  clock_rtt_ms: number;
+  filled: Partial<Record<SeriesName, number>>;
+  bins: number;
+  params: { target_delay_ms: number; aggressiveness_mss: number; sensitivity_ms: number } | null;
+}
+
+declare global {
+  interface Window {
+    __nuwa_demo: DemoState;
+  }
+}
+
+const state: DemoState = { ready: false, error: null, errors: [], epoch: 0, ticks: 0, media_s: 0, clock_rtt_ms: Number.NaN, filled: {}, bins: 0, params: null };
+window.__nuwa_demo = state;
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const statusEl = $("status");
+const video = $<HTMLVideoElement>("video");
+
+function fail(msg: string): void {
+  state.errors.push(msg);
+  state.error ??= msg;
+  statusEl.classList.add("error");
+  statusEl.textContent = msg;
+}
+
+async function getJson<T>(path: string, init?: RequestInit): Promise<T> {
+  const r = await fetch(path, init);
+  const body = (await r.json()) as T & { error?: string };
+  if (!r.ok) throw new Error(`${path}: ${r.status} ${body.error ?? ""}`);
+  return body;
+}
+
+/**
+ * Page clock → emulator link clock. Both are monotonic; the offset is taken from the
+ * /api/link answer with the shortest round trip (NTP-style midpoint), so its error is
+ * at most half that round trip (about a millisecond on loopback).
+ */
+class LinkClock {
+  offset_ms = Number.NaN;
+  rtt_ms = Number.POSITIVE_INFINITY;
+  observe(sent_ms: number, recv_ms: number, link_now_ms: number): void {
+    const rtt = recv_ms - sent_ms;
+    if (rtt <= this.rtt_ms) {
+      this.rtt_ms = rtt;
+      this.offset_ms = link_now_ms - (sent_ms + recv_ms) / 2;
+    }
+  }
+  link_ms(page_ms: number): number {
+    return page_ms + this.offset_ms;
+  }
+}
+
+function makePlot(el: HTMLElement, title: string, series: uPlot.Series[], axes: uPlot.Axis[], scales: uPlot.Scales = {}, width = 560): uPlot {
+  const h = document.createElement("h2");
+  h.textContent = title;
+  el.appendChild(h);
+  const data = [[], ...series.map(() => [])] as unknown as uPlot.AlignedData;
+  return new uPlot({ width, height: 190, series: [{ label: "link s" }, ...series], axes: [{ label: "emulator time, s" }, ...axes], scales: { x: { time: false }, ...scales }, legend: { live: false }, cursor: { show: false } }, data, el);
+}
+
+const line = (label: string, stroke: string, scale = "y", extra: Partial<uPlot.Series> = {}): uPlot.Series => ({ label, stroke, width: 1.5, scale, spanGaps: false, ...extra });
+
+async function main(): Promise<void> {
+  const q = new URLSearchParams(location.search);
+  const [cfg, traces] = await Promise.all([getJson<DemoConfig>("/api/config"), getJson<TraceInfo[]>("/api/traces")]);
+  state.epoch = cfg.epoch;
+  const store = new BinStore(cfg.bin_ms, 600);
+  const clock = new LinkClock();
+
+  // Controls.
+  const sel = $<HTMLSelectElement>("trace");
+  for (const t of traces) {
+    const o = document.createElement("option");
+    o.value = t.path;
+    o.textContent = `${t.family} ${t.name} (${t.mean_mbps.toFixed(1)} Mbit/s mean)`;
+    o.selected = t.path === cfg.trace.path;
+    sel.appendChild(o);
+  }
+  const num = (k: string, d: number) => (q.has(k) && Number.isFinite(Number(q.get(k))) ? Number(q.get(k)) : d);
+  const td = $<HTMLInputElement>("td");
+  const kk = $<HTMLInputElement>("k");
+  const rho = $<HTMLInputElement>("rho");
+  td.value = String(num("td", DEFAULT_CONFIG.target_delay_ms));
+  kk.value = String(num("k", DEFAULT_CONFIG.aggressiveness_mss));
+  rho.value = String(num("rho", DEFAULT_CONFIG.sensitivity_ms));
+  $("note").textContent = `${cfg.trace.path}: ${cfg.trace.description || "bundled trace"} Link: ${cfg.delay_ms} ms each way, ${cfg.queue_packets}-packet drop-tail queue. Capacity and the emulator's queuing delay come from the trace and the emulator's log on its own clock.`;
+
+  // Clock sync before anything is binned.
+  const syncLink = async (from_ms: number): Promise<LinkAnswer> => {
+    const t0 = performance.now();
+    const a = await getJson<LinkAnswer>(`/api/link?from_ms=${from_ms}`);
+    clock.observe(t0, performance.now(), a.link_now_ms);
+    state.clock_rtt_ms = clock.rtt_ms;
+    if (a.epoch !== cfg.epoch) throw new Error("the link was restarted (another tab changed the trace): reload");
+    return a;
+  };
+  for (let i = 0; i < 5; i++) await syncLink(0);
+
+  // Player.
+  const player = dashjs.MediaPlayer().create();
+  let grant_bytes = Number.NaN;
+  let dashjs_kbps = Number.NaN;
+  const nuwa: NuwaAttachment = attachNuwa(player as never, dashjs as never, {
+    url: cfg.session_url,
+    serverCertificateHashHex: cfg.cert_sha256_hex,
+    cc: { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) },
+    mode: "control",
+    abr: "nuwa",
+    estimate: "nuwa",
+    onTelemetry: (e) => {
+      if (e.type === "frame") store.addQd(store.binOf(clock.link_ms(e.t_us / 1000)), e.decision.raw_queuing_delay_ms);
+      else if (e.type === "grant") grant_bytes = e.window_bytes;
+      else if (e.type === "error") fail(`session: ${e.message}`);
+    },
+    onDashjsEstimate: (kbps) => {
+      dashjs_kbps = kbps;
+    },
+  });
+  player.updateSettings({ debug: { logLevel: 1 }, streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } });
+  player.on(dashjs.MediaPlayer.events.ERROR, (e: unknown) => fail(`dash.js error: ${JSON.stringify(e).slice(0, 300)}`));
+  player.on(dashjs.MediaPlayer.events.PLAYBACK_ENDED, () => player.seek(0));
+  const session = await nuwa.session;
+  player.initialize(video, `${new URL(cfg.session_url).origin}${cfg.mpd}`, true);
+
+  $("apply").addEventListener("click", () => {
+    const p = { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) };
+    try {
+      nuwa.setParams(p); // throws RangeError on a value out of range (resolveConfig)
+      q.set("td", td.value);
+      q.set("k", kk.value);
+      q.set("rho", rho.value);
+      history.replaceState(null, "", `?${q}`);
+      statusEl.classList.remove("error");
+    } catch (e) {
+      fail(`parameters refused: ${(e as Error).message}`);
+    }
+  });
+  sel.addEventListener("change", async () => {
+    statusEl.textContent = `restarting server and emulator on ${sel.value}…`;
+    try {
+      await getJson<DemoConfig>("/api/trace", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ path: sel.value }) });
+      nuwa.close();
+      location.reload();
+    } catch (e) {
+      fail(`trace change failed: ${(e as Error).message}`);
+    }
+  });
+
+  // Plots.
+  const pQd = makePlot($("plot-qd"), "Queuing delay vs Td (ms)", [line("page Qd (Eq. 1)", "#d62728"), line("emulator queue", "#555", undefined, { dash: [4, 3] }), line("Td", "#2ca02c", undefined, { width: 2 })], [{ label: "ms", scale: "y" }]);
+  const pWin = makePlot($("plot-win"), "Window and grant (KB)", [line("controller window", "#1f77b4"), line("last grant sent", "#ff7f0e", undefined, { dash: [4, 3] })], [{ label: "KB", scale: "y" }]);
+  const pEst = makePlot($("plot-est"), "Estimates vs real capacity (Mbit/s)", [line("trace capacity", "#555", undefined, { fill: "rgba(0,0,0,0.06)" }), line("delivered (emulator)", "#bbb"), line("Nuwa", "#d62728", undefined, { width: 2 }), line("dash.js own", "#9467bd")], [{ label: "Mbit/s", scale: "y" }]);
+  const pBuf = makePlot($("plot-buf"), "Buffer (s) and bitrate (Mbit/s)", [line("buffer", "#17becf", "s"), line("bitrate", "#e377c2", "mbps", { paths: uPlot.paths.stepped?.({ align: 1 }) })], [{ label: "s", scale: "s" }, { label: "Mbit/s", scale: "mbps", side: 1, grid: { show: false } }], { s: { auto: true }, mbps: { auto: true } });
+  const pPar = makePlot($("plot-params"), "Parameters over time: k (MSS/RTT), ρ (ms)", [line("k", "#8c564b", "k"), line("ρ", "#7f7f7f", "rho", { dash: [4, 3] })], [{ label: "k", scale: "k" }, { label: "ρ ms", scale: "rho", side: 1, grid: { show: false } }], { k: { auto: true }, rho: { auto: true } }, 478);
+  const plots: [uPlot, SeriesName[]][] = [
+    [pQd, ["qd_page_ms", "qd_emu_ms", "td_ms"]],
+    [pWin, ["window_kb", "grant_kb"]],
+    [pEst, ["capacity_mbps", "delivered_mbps", "nuwa_mbps", "dashjs_mbps"]],
+    [pBuf, ["buffer_s", "bitrate_mbps"]],
+    [pPar, ["k_mss", "rho_ms"]],
+  ];
+
+  // Sampling (every bin) and link truth (every second).
+  let next_truth_bin = store.binOf(clock.link_ms(performance.now()));
+  let next_cap_bin = next_truth_bin;
+  let fetching = false;
+  const pullLink = async () => {
+    if (fetching) return;
+    fetching = true;
+    try {
+      const a = await syncLink(Math.min(next_truth_bin, next_cap_bin) * cfg.bin_ms);
+      a.capacity_bps.forEach((c, j) => {
+        store.set("capacity_mbps", a.first_bin + j, c / 1e6);
+      });
+      next_cap_bin = Math.max(next_cap_bin, a.first_bin + a.capacity_bps.length);
+      a.truth.qd_mean_ms.forEach((v, j) => {
+        store.set("qd_emu_ms", a.first_bin + j, v);
+        store.set("delivered_mbps", a.first_bin + j, a.truth.delivered_bps[j]! / 1e6);
+      });
+      next_truth_bin = Math.max(next_truth_bin, a.first_bin + a.truth.qd_mean_ms.length);
+    } catch (e) {
+      fail(String((e as Error).message));
+    } finally {
+      fetching = false;
+    }
+  };
+  const sample = () => {
+    const now = performance.now();
+    const i = store.binOf(clock.link_ms(now));
+    const c = session.controller;
+    const est = c.estimate(now * 1000);
+    const rep = player.getCurrentRepresentationForType?.("video") as { bandwidth?: number } | null;
+    const buffer_s = player.getDashMetrics().getCurrentBufferLevel("video") || 0;
+    store.set("td_ms", i, c.config.target_delay_ms);
+    store.set("window_kb", i, c.windowBytes / 1000);
+    store.set("grant_kb", i, grant_bytes / 1000);
+    store.set("nuwa_mbps", i, est.bps / 1e6);
+    store.set("dashjs_mbps", i, dashjs_kbps / 1000);
+    store.set("buffer_s", i, buffer_s);
+    store.set("bitrate_mbps", i, rep?.bandwidth ? rep.bandwidth / 1e6 : null);
+    store.set("k_mss", i, c.config.aggressiveness_mss);
+    store.set("rho_ms", i, c.config.sensitivity_ms);
+    state.ticks++;
+    state.media_s = video.currentTime;
+    state.params = { target_delay_ms: c.config.target_delay_ms, aggressiveness_mss: c.config.aggressiveness_mss, sensitivity_ms: c.config.sensitivity_ms };
+    if (!state.error)
+      statusEl.textContent = `${cfg.trace.name}: video ${video.currentTime.toFixed(1)} s, buffer ${buffer_s.toFixed(1)} s, bitrate ${rep?.bandwidth ? (rep.bandwidth / 1e6).toFixed(2) : "–"} Mbit/s | Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, dash.js ${(dashjs_kbps / 1000).toFixed(2)} Mbit/s | window ${(c.windowBytes / 1000).toFixed(0)} KB, Td ${c.config.target_delay_ms} ms, k ${c.config.aggressiveness_mss}, ρ ${c.config.sensitivity_ms} ms | clock sync ±${(clock.rtt_ms / 2).toFixed(1)} ms`;
+  };
+  const draw = () => {
+    for (const [p, names] of plots) p.setData([store.x, ...names.map((n) => store.y[n])] as unknown as uPlot.AlignedData);
+    state.bins = store.x.length;
+    for (const [, names] of plots) for (const n of names) state.filled[n] = store.filled(n);
+  };
+  setInterval(sample, cfg.bin_ms);
+  setInterval(() => void pullLink(), 1000);
+  setInterval(draw, 500);
+  state.ready = true;
+}
+
+window.addEventListener("error", (e) => fail(`page error: ${e.message}`));
+window.addEventListener("unhandledrejection", (e) => fail(`unhandled rejection: ${String(e.reason)}`));
+main().catch((e: unknown) => fail(`demo failed: ${(e as Error).message ?? String(e)}`));

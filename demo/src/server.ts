@@ -1,0 +1,286 @@
+/**
+ * The demo's Node side: DASH content (cached ffmpeg ladder), the aioquic server and
+ * the trace-driven emulator (e2e `startLink`), and a Vite dev server for the page
+ * with a small JSON API under `/api/`:
+ *
+ * - `GET /api/config`: session URL, certificate hash, MPD path, trace, link epoch.
+ * - `GET /api/traces`: the bundled traces (path, family, mean Mbit/s).
+ * - `POST /api/trace` `{"path": "traces/4G/x.mahi"}`: restart server + emulator on that trace; answers the new config.
+ * - `GET /api/link?from_ms=F`: link clock now (ms after the emulator's T0), the
+ *   trace's capacity per 200 ms bin from bin floor(F/200) up to now, and the
+ *   emulator log's per-bin queuing delay / delivered rate / drops for the bins the
+ *   log has completed. Alignment: both processes read CLOCK_MONOTONIC (Python
+ *   `time.monotonic()`, Node `process.hrtime`), so link ms = hrtime ms − T0 with T0
+ *   the emulator's `base_timestamp_ms`; the page maps its own clock onto link ms
+ *   from this answer's `link_now_ms` and the request's round trip.
+ */
+import { mkdir, open, readdir, readFile } from "node:fs/promises";
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join, relative, resolve } from "node:path";
+import { createServer, type Plugin, type ViteDevServer } from "vite";
+import { ensureContent } from "../../e2e/src/play.js";
+import { type Link, REPO_ROOT, startLink } from "../../e2e/src/procs.js";
+import { capacityBins, LogTail, type MahimahiTrace, meanRateBps, parseTrace } from "./link-truth.js";
+
+/** Plot bin, ms. */
+export const BIN_MS = 200;
+const TRACES_DIR = join(REPO_ROOT, "traces");
+
+export interface DemoOptions {
+  /** Trace to start with, a path under `traces/` (absolute or relative to the repo root). */
+  trace?: string;
+  /** HTTP port for the page (0: any free port). */
+  port?: number;
+  delay_ms?: number;
+  queue_packets?: number;
+  /** Run directory for server and emulator logs (one sub-directory per link start). */
+  out_dir?: string;
+  content_duration_s?: number;
+}
+
+export interface TraceInfo {
+  /** Repo-relative path, e.g. `traces/4G/mahimahi-verizon-lte-short.mahi`. */
+  path: string;
+  family: string;
+  name: string;
+  mean_mbps: number;
+  period_s: number;
+  description: string;
+}
+
+export interface Demo {
+  url: string;
+  port: number;
+  /** Stop Vite, the emulator and the server (idempotent). */
+  stop: () => Promise<void>;
+}
+
+interface LinkState {
+  epoch: number;
+  link: Link;
+  trace: TraceInfo;
+  parsed: MahimahiTrace;
+  t0_ms: number;
+  log_path: string;
+  tail: LogTail;
+  log_offset: number;
+}
+
+const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+/** The `.mahi` files under `traces/`, with descriptions from `traces/index.json` where it has them. */
+export async function listTraces(): Promise<TraceInfo[]> {
+  const index = JSON.parse(await readFile(join(TRACES_DIR, "index.json"), "utf8")) as { traces: { file: string; description?: string }[] };
+  const desc = new Map(index.traces.map((t) => [t.file, t.description ?? ""]));
+  const out: TraceInfo[] = [];
+  for (const family of (await readdir(TRACES_DIR, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name)) {
+    for (const f of (await readdir(join(TRACES_DIR, family))).filter((x) => x.endsWith(".mahi")).sort()) {
+      const parsed = parseTrace(await readFile(join(TRACES_DIR, family, f), "utf8"), f);
+      out.push({ path: `traces/${family}/${f}`, family, name: f.replace(/\.mahi$/, ""), mean_mbps: meanRateBps(parsed) / 1e6, period_s: parsed.period_ms / 1000, description: desc.get(`${family}/${f}`) ?? "" });
+    }
+  }
+  return out.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(body));
+}
+
+async function readBody(req: IncomingMessage, limit_bytes = 4096): Promise<string> {
+  let s = "";
+  for await (const c of req) {
+    s += String(c);
+    if (s.length > limit_bytes) throw new Error("request body too large");
+  }
+  return s;
+}
+
+/**
+ * Start everything; resolves once the page can be opened at `url`.
+ * @throws Error if the trace is not one of `traces/`, or the server / emulator / Vite fail to start
+ */
+export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
+  const traces = await listTraces();
+  const findTrace = (p: string): TraceInfo => {
+    const rel = relative(REPO_ROOT, resolve(REPO_ROOT, p));
+    const t = traces.find((x) => x.path === rel);
+    if (!t) throw new Error(`unknown trace ${JSON.stringify(p)}: pick one of ${traces.map((x) => x.path).join(", ")}`);
+    return t;
+  };
+  const first_trace = findTrace(o.trace ?? "traces/4G/mahimahi-verizon-lte-short.mahi");
+  const out_root = resolve(o.out_dir ?? join(REPO_ROOT, "out/demo"));
+  const delay_ms = o.delay_ms ?? 25;
+  const queue_packets = o.queue_packets ?? 1000;
+  const content_root = await ensureContent(o.content_duration_s ?? 120);
+
+  let state: LinkState | null = null;
+  const current = (): LinkState | null => state; // read through a call: closures assign `state`
+  let epoch = 0;
+  let switching: Promise<void> = Promise.resolve();
+
+  const startOn = async (t: TraceInfo): Promise<void> => {
+    const old = state;
+    state = null;
+    await old?.link.stop();
+    epoch++;
+    const out = join(out_root, `link-${epoch}`);
+    await mkdir(join(out, "server"), { recursive: true });
+    const link = await startLink({ cc: "nuwa", content_root, trace: join(REPO_ROOT, t.path), delay_ms, queue_packets, out });
+    const parsed = parseTrace(await readFile(join(REPO_ROOT, t.path), "utf8"), t.path);
+    state = { epoch, link, trace: t, parsed, t0_ms: Number(link.emulator.ready.base_timestamp_ms), log_path: `${out}/emulator.log`, tail: new LogTail(BIN_MS), log_offset: 0 };
+  };
+
+  const config = () => {
+    const s = state;
+    if (!s) return null;
+    return {
+      epoch: s.epoch,
+      session_url: `https://127.0.0.1:${s.link.emulator.ready.listen_port}/nuwa`,
+      cert_sha256_hex: String(s.link.server.ready.cert_sha256_hex),
+      mpd: "/manifest.mpd",
+      trace: s.trace,
+      delay_ms,
+      queue_packets,
+      bin_ms: BIN_MS,
+    };
+  };
+
+  const readLog = async (s: LinkState): Promise<void> => {
+    const fh = await open(s.log_path, "r").catch(() => null);
+    if (!fh) return;
+    try {
+      const buf = Buffer.alloc(1 << 20);
+      for (;;) {
+        const { bytesRead } = await fh.read(buf, 0, buf.length, s.log_offset);
+        if (bytesRead === 0) break;
+        s.log_offset += bytesRead;
+        s.tail.feed(buf.toString("latin1", 0, bytesRead));
+      }
+    } finally {
+      await fh.close();
+    }
+  };
+
+  const linkAnswer = async (from_ms: number) => {
+    const s = state;
+    if (!s) return null;
+    await readLog(s);
+    const now_ms = monotonicMs() - s.t0_ms;
+    const first = Math.max(0, Math.floor(from_ms / BIN_MS), Math.floor(now_ms / BIN_MS) - 600);
+    const last = Math.floor(now_ms / BIN_MS); // bins before this one are over
+    const count = Math.max(0, last - first);
+    const truth_end = Math.min(s.tail.completeBefore(), last);
+    const qd_mean_ms: (number | null)[] = [];
+    const qd_max_ms: (number | null)[] = [];
+    const delivered_bps: number[] = [];
+    const drops: number[] = [];
+    for (let i = first; i < truth_end; i++) {
+      const b = s.tail.bin(i);
+      qd_mean_ms.push(b.departures ? b.qd_sum_ms / b.departures : null);
+      qd_max_ms.push(b.departures ? b.qd_max_ms : null);
+      delivered_bps.push((b.delivered_bytes * 8 * 1000) / BIN_MS);
+      drops.push(b.drops);
+    }
+    return {
+      epoch: s.epoch,
+      link_now_ms: now_ms,
+      bin_ms: BIN_MS,
+      first_bin: first,
+      capacity_bps: capacityBins(s.parsed, first * BIN_MS, BIN_MS, count),
+      truth: { qd_mean_ms, qd_max_ms, delivered_bps, drops },
+    };
+  };
+
+  const api: Plugin = {
+    name: "nuwa-demo-api",
+    configureServer(server: ViteDevServer) {
+      server.middlewares.use(async (req, res, next) => {
+        const url = new URL(req.url ?? "/", "http://x");
+        if (!url.pathname.startsWith("/api/")) return next();
+        try {
+          if (url.pathname === "/api/config" && req.method === "GET") {
+            await switching;
+            return json(res, 200, config());
+          }
+          if (url.pathname === "/api/traces" && req.method === "GET") return json(res, 200, traces);
+          if (url.pathname === "/api/link" && req.method === "GET") {
+            const from_ms = Number(url.searchParams.get("from_ms") ?? "0");
+            if (!Number.isFinite(from_ms) || from_ms < 0) return json(res, 400, { error: "from_ms must be a number >= 0" });
+            const a = await linkAnswer(from_ms);
+            return a ? json(res, 200, a) : json(res, 503, { error: "link restarting" });
+          }
+          if (url.pathname === "/api/trace" && req.method === "POST") {
+            let body: { path?: unknown };
+            try {
+              body = JSON.parse(await readBody(req)) as { path?: unknown };
+            } catch {
+              return json(res, 400, { error: 'body must be JSON {"path": "traces/..."}' });
+            }
+            if (typeof body.path !== "string") return json(res, 400, { error: 'body must be JSON {"path": "traces/..."}' });
+            let t: TraceInfo;
+            try {
+              t = findTrace(body.path);
+            } catch (e) {
+              return json(res, 400, { error: String((e as Error).message) });
+            }
+            switching = switching.then(() => startOn(t));
+            await switching;
+            return json(res, 200, config());
+          }
+          return json(res, 404, { error: `no such endpoint: ${req.method} ${url.pathname}` });
+        } catch (e) {
+          return json(res, 500, { error: String(e) });
+        }
+      });
+    },
+  };
+
+  await startOn(first_trace);
+  let vite: ViteDevServer;
+  let http: Server;
+  try {
+    // Middleware mode: Vite then installs no SIGTERM/stdin handler that would exit before the link is stopped.
+    vite = await createServer({
+      configFile: false,
+      root: join(REPO_ROOT, "demo"),
+      cacheDir: join(REPO_ROOT, "demo/node_modules/.vite"),
+      logLevel: "warn",
+      clearScreen: false,
+      appType: "spa",
+      server: { middlewareMode: true, hmr: false },
+      resolve: { alias: { "@nuwa/cc": join(REPO_ROOT, "packages/cc/src/index.ts"), "@nuwa/player": join(REPO_ROOT, "packages/player/src/index.ts") } },
+      optimizeDeps: { include: ["dashjs", "uplot"] },
+      plugins: [api],
+    });
+    http = createHttpServer(vite.middlewares);
+    const listen = (port: number) =>
+      new Promise<void>((ok, bad) => {
+        http.once("error", bad);
+        http.listen(port, "127.0.0.1", () => {
+          http.off("error", bad);
+          ok();
+        });
+      });
+    if (o.port !== undefined) await listen(o.port);
+    else await listen(5173).catch(() => listen(0)); // 5173 taken: any free port
+  } catch (e) {
+    await current()?.link.stop();
+    throw e;
+  }
+  const port = (http.address() as AddressInfo).port;
+  let stopped = false;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    port,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      http.closeAllConnections(); // the browser keeps connections alive
+      await new Promise<void>((r) => http.close(() => r()));
+      await vite.close();
+      await switching.catch(() => {});
+      await current()?.link.stop();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * The demo page end to end: `demo/src/cli.ts` starts server, emulator and Vite; headless
+ * Chromium opens the page, which plays DASH over Nuwa through the real emulator.
+ * Checks that video time advances, that every plotted series gains data, that a Td
+ * change through the controls reaches the controller, that a bad trace is refused, and
+ * that a trace change restarts the link. Screenshot: out/demo-e2e/demo.png
+ * (NUWA_REFRESH_DEMO_SCREENSHOT=1 also writes demo/screenshot.png).
+ */
+import { copyFileSync, mkdirSync, rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium } from "./src/browser.js";
+import { REPO_ROOT, type Started, startWithReady } from "./src/procs.js";
+
+const OUT = `${REPO_ROOT}out/demo-e2e`;
+type DemoState = { ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
+const SERIES = ["qd_page_ms", "qd_emu_ms", "td_ms", "window_kb", "grant_kb", "capacity_mbps", "delivered_mbps", "nuwa_mbps", "dashjs_mbps", "buffer_s", "bitrate_mbps", "k_mss", "rho_ms"];
+
+describe("demo page", () => {
+  let demo: Started;
+  let url = "";
+  beforeAll(async () => {
+    rmSync(OUT, { recursive: true, force: true });
+    mkdirSync(OUT, { recursive: true });
+    demo = await startWithReady(process.execPath, ["--import", "tsx", "demo/src/cli.ts", "--port", "0", "--out", `${OUT}/run`], `${OUT}/demo.stderr`, 180_000);
+    url = String(demo.ready.url);
+  });
+  afterAll(async () => {
+    await demo?.stop();
+  });
+
+  it("plays and plots moving data; controls reach the controller; trace change restarts the link", async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.setViewportSize({ width: 1640, height: 860 });
+      const page_errors: string[] = [];
+      page.on("pageerror", (e) => page_errors.push(String(e)));
+      await page.goto(url);
+      await page.waitForFunction(() => window.__nuwa_demo?.ready === true || window.__nuwa_demo?.error !== null, undefined, { timeout: 60_000 });
+      const read = () => page.evaluate(() => JSON.parse(JSON.stringify(window.__nuwa_demo)) as DemoState);
+      await page.waitForFunction(() => window.__nuwa_demo.media_s > 0.5, undefined, { timeout: 30_000 });
+      const a = await read();
+      await page.waitForTimeout(8_000);
+      // Td through the controls.
+      await page.fill("#td", "40");
+      await page.click("#apply");
+      await page.waitForTimeout(7_000);
+      const b = await read();
+      await page.screenshot({ path: `${OUT}/demo.png` });
+      if (process.env.NUWA_REFRESH_DEMO_SCREENSHOT === "1") copyFileSync(`${OUT}/demo.png`, `${REPO_ROOT}demo/screenshot.png`);
+
+      expect(b.errors, b.errors.join("\n")).toEqual([]);
+      expect(page_errors).toEqual([]);
+      expect(b.media_s - a.media_s).toBeGreaterThan(8); // 15 s of wall time, rebuffering allowed for a few
+      for (const s of SERIES) expect(b.filled[s] ?? 0, s).toBeGreaterThan(a.filled[s] ?? 0);
+      expect(b.filled.capacity_mbps).toBeGreaterThan(50); // 200 ms bins over ≥ 15 s
+      expect(b.params?.target_delay_ms).toBe(40);
+      const td_last = await page.evaluate(() => {
+        const el = document.querySelector("#plot-qd") as HTMLElement;
+        return el.querySelectorAll("canvas").length;
+      });
+      expect(td_last).toBeGreaterThan(0);
+      expect(b.clock_rtt_ms).toBeLessThan(50);
+
+      // A trace that is not bundled is refused with a reason.
+      const bad = await page.evaluate(async () => {
+        const r = await fetch("/api/trace", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ path: "../etc/passwd" }) });
+        return { status: r.status, body: (await r.json()) as { error: string } };
+      });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toMatch(/unknown trace/);
+
+      // Changing the trace restarts server + emulator and reloads the page on the new link.
+      await page.selectOption("#trace", "traces/4G/mahimahi-tmobile-lte-short.mahi");
+      await page.waitForFunction(() => window.__nuwa_demo?.epoch === 2 && window.__nuwa_demo.media_s > 0.5, undefined, { timeout: 60_000 });
+      const c = await read();
+      expect(c.errors).toEqual([]);
+      expect(page_errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+});
