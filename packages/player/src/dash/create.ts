@@ -212,15 +212,17 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
 
   const now_us = () => performance.now() * 1000;
   const emitter = new TypedEmitter<NuwaPlayerEvents>([...NUWA_PLAYER_EVENT_TYPES]);
-  let current: NuwaSession | null = null;
+  let first: NuwaSession | null = null;
   let destroyed = false;
+  let session_error_reported = false;
   let dashjs_bps = Number.NaN;
 
-  const nuwa = attachNuwa(player, dj, {
+  const nuwa: NuwaAttachment & { current?: () => NuwaSession | null } = attachNuwa(player, dj, {
     ...options,
     onTelemetry: (e) => {
       options.onTelemetry?.(e);
-      const out = telemetryToPlayerEvent(e, current?.controller.config.target_delay_ms ?? Number.NaN);
+      const out = telemetryToPlayerEvent(e, live()?.controller.config.target_delay_ms ?? Number.NaN);
+      if (out?.type === "error") session_error_reported = true;
       if (out) emitter.emit(out.type, out.event as never);
     },
     onDashjsEstimate: (kbps) => {
@@ -228,13 +230,16 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
       dashjs_bps = kbps * 1000;
     },
   });
+  /** The session open now: an attachment that reconnects says which; otherwise the first one. */
+  const live = (): NuwaSession | null => (typeof nuwa.current === "function" ? nuwa.current() : first);
   const session = nuwa.session.then((s) => {
-    current = s;
+    first = s;
     if (destroyed) s.close();
     return s;
   });
   session.catch((err: unknown) => {
-    if (!destroyed) emitter.emit("error", { t_us: now_us(), source: "session", message: `session did not open: ${String(err)}` });
+    // Reported once: the session's own telemetry may already have said why.
+    if (!destroyed && !session_error_reported) emitter.emit("error", { t_us: now_us(), source: "session", message: `session did not open: ${String(err)}` });
   });
 
   if (options.dashSettings) player.updateSettings(options.dashSettings);
@@ -301,9 +306,10 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
   const timer =
     interval_ms > 0
       ? setInterval(() => {
-          if (!current || emitter.listenerCount("estimate") === 0) return;
+          const s = live();
+          if (!s || emitter.listenerCount("estimate") === 0) return;
           const t = now_us();
-          emitter.emit("estimate", { ...current.controller.estimate(t), t_us: t, dashjs_bps });
+          emitter.emit("estimate", { ...s.controller.estimate(t), t_us: t, dashjs_bps });
         }, interval_ms)
       : null;
 
