@@ -1,0 +1,66 @@
+"""One Nuwa-RL episode over the simulator, without gymnasium: the core the
+gymnasium environment wraps and the evaluation reuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import agent
+from .sim import Stepper
+
+
+@dataclass
+class StepResult:
+    obs: np.ndarray
+    reward: float
+    stats: dict[str, Any]
+    throughput_mbps: float
+    queuing_delay_ms: float
+    loss_pct: float
+
+
+@dataclass
+class Episode:
+    """k-tuning episode: apply an action (Eq. 11), run one interval, observe (Eq. 10), score (Eq. 13)."""
+
+    stepper: Stepper
+    interval_ms: int = agent.INTERVAL_MS
+    one_way_delay_ms: int = 25
+    queue_packets: int = 1000
+    k_mss: float = agent.K_INITIAL_MSS
+    history: agent.History = field(default_factory=agent.History)
+    player: agent.PlayerBuffer = field(default_factory=agent.PlayerBuffer)
+    trace_mean_bps: float = 0.0
+
+    def reset(self, trace: str | Path, trace_start_ms: int = 0,
+              k_initial_mss: float = agent.K_INITIAL_MSS) -> np.ndarray:
+        info = self.stepper.reset(trace, trace_start_ms, one_way_delay_ms=self.one_way_delay_ms,
+                                  queue_packets=self.queue_packets)
+        self.trace_mean_bps = float(info["mean_bps"])
+        self.k_mss = k_initial_mss
+        self.history.reset()
+        self.player = agent.PlayerBuffer()
+        return self.history.observation()
+
+    def step_k(self, k_mss: float) -> StepResult:
+        """Run one interval at k (for fixed-k baselines; the agent goes through step())."""
+        self.k_mss = k_mss
+        st = self.stepper.step(k_mss, self.interval_ms)
+        interval_s = self.interval_ms / 1000
+        throughput_mbps = st["delivered_bytes"] * 8 / interval_s / 1e6
+        n = st["departed_packets"]
+        qd_ms = st["queuing_delay_sum_ms"] / n if n else 0.0
+        loss_pct = 100.0 * st["dropped_packets"] / st["sent_packets"] if st["sent_packets"] else 0.0
+        r = agent.reward(throughput_mbps, qd_ms, loss_pct)
+        buf = self.player.step(st["received_frame_bytes"], interval_s)
+        v = agent.features(st["received_frame_bytes"] * 8 / interval_s, st["window_bytes"], buf,
+                           max(0.0, st["last_raw_queuing_delay_ms"]), self.k_mss)
+        return StepResult(self.history.push(v), r, st, throughput_mbps, qd_ms, loss_pct)
+
+    def step(self, action: int) -> StepResult:
+        """Eq. 11, then one interval."""
+        return self.step_k(agent.apply_action(self.k_mss, action))

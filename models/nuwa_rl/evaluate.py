@@ -1,0 +1,163 @@
+"""Evaluate Nuwa-RL against fixed k in the simulator (@nuwa/cc's core through sim.py).
+
+Every policy runs the same episodes: each trace from its start (t = 0),
+EPISODE_STEPS intervals of 200 ms (160 s; shorter traces loop), k starting at
+K_INITIAL_MSS for the agent. The agent is the exported ONNX model run with
+onnxruntime (greedy action), so what is evaluated is what ships.
+
+Per episode: mean reward (Eq. 13), utilization (delivered / offered bytes),
+mean queuing delay, p95 over intervals of the interval-mean queuing delay
+(true, from the link; not a per-packet p95), loss.
+
+Usage: python -m nuwa_rl.evaluate [--model models/nuwa-rl.onnx] [--json OUT] [--md OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import agent
+from .episode import Episode
+from .sim import REPO_ROOT, Stepper
+
+FIXED_KS: tuple[float, ...] = (1.0, 2.0, 3.0, 5.0, 7.0, 9.0)
+SHARED_TRACES = REPO_ROOT.parent / "shared" / "traces"
+
+
+def eval_traces() -> list[tuple[str, Path]]:
+    """(family, path): the repo's 3G/4G/5G traces (the training set), plus mmWave 5G and
+    broadband from ../shared/traces when present (not trained on)."""
+    out = [(f, p) for f in ("3G", "4G", "5G") for p in sorted((REPO_ROOT / "traces" / f).glob("*.mahi"))]
+    out += [("5G-mmWave", p) for p in sorted((SHARED_TRACES / "5G").glob("lumos5g-*mmwave*.mahi"))]
+    out += [("broadband", p) for p in sorted((SHARED_TRACES / "broadband").glob("*.mahi"))]
+    return out
+
+
+class OnnxAgent:
+    """The exported actor step, greedy. Shapes as in export.py's metadata."""
+
+    def __init__(self, model: Path) -> None:
+        import onnxruntime as ort
+
+        self.sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        meta = json.loads(model.with_suffix(".json").read_text())
+        self.hidden = int(meta["lstm"]["hidden_size"])
+        self.reset()
+
+    def reset(self) -> None:
+        self.h = np.zeros((1, 1, self.hidden), np.float32)
+        self.c = np.zeros((1, 1, self.hidden), np.float32)
+        self.start = np.ones((1,), np.float32)
+
+    def act(self, obs: np.ndarray) -> int:
+        logits, self.h, self.c = self.sess.run(
+            None, {"obs": obs[None, :].astype(np.float32), "h": self.h, "c": self.c,
+                   "episode_start": self.start})
+        self.start = np.zeros((1,), np.float32)
+        return int(np.argmax(logits[0]))
+
+
+def run_episode(ep: Episode, trace: Path, policy: Callable[[np.ndarray], float] | None,
+                fixed_k: float | None, steps: int) -> dict[str, Any]:
+    """One episode; `policy(obs) -> action index` or a fixed k."""
+    obs = ep.reset(trace, 0)
+    rewards, qds, ks = [], [], []
+    delivered = capacity = sent = dropped = 0
+    for _ in range(steps):
+        r = ep.step_k(fixed_k) if fixed_k is not None else ep.step(int(policy(obs)))  # type: ignore[misc]
+        obs = r.obs
+        rewards.append(r.reward)
+        qds.append(r.queuing_delay_ms)
+        ks.append(ep.k_mss)
+        delivered += r.stats["delivered_bytes"]
+        capacity += r.stats["capacity_bytes"]
+        sent += r.stats["sent_packets"]
+        dropped += r.stats["dropped_packets"]
+    return {"reward": float(np.mean(rewards)), "utilization": delivered / max(1, capacity),
+            "qd_mean_ms": float(np.mean(qds)), "qd_p95_ms": float(np.percentile(qds, 95)),
+            "loss_pct": 100 * dropped / max(1, sent), "k_mean": float(np.mean(ks)),
+            "k_series": ks if fixed_k is None else [], "stall_s": ep.player.stall_s}
+
+
+def evaluate(model: Path | None, steps: int = agent.EPISODE_STEPS) -> dict[str, Any]:
+    ep = Episode(Stepper())
+    rl = OnnxAgent(model) if model else None
+    rows = []
+    try:
+        for family, trace in eval_traces():
+            res: dict[str, Any] = {"family": family, "trace": trace.name}
+            for k in FIXED_KS:
+                res[f"k={k:g}"] = run_episode(ep, trace, None, k, steps)
+            if rl:
+                rl.reset()
+                res["rl"] = run_episode(ep, trace, rl.act, None, steps)
+            rows.append(res)
+            print(family, trace.name, {p: round(v["reward"], 3) for p, v in res.items()
+                                       if isinstance(v, dict)}, flush=True)
+    finally:
+        ep.stepper.close()
+    return {"steps": steps, "interval_ms": agent.INTERVAL_MS, "rows": rows}
+
+
+def family_table(result: dict[str, Any]) -> str:
+    """Markdown: per family, mean over its traces, for RL, k=1, k=7, best and worst fixed k."""
+    fams: dict[str, list[dict[str, Any]]] = {}
+    for r in result["rows"]:
+        fams.setdefault(r["family"], []).append(r)
+    lines = ["| family (traces) | policy | reward | utilization | qd mean ms | qd p95 ms | loss % |",
+             "|---|---|---|---|---|---|---|"]
+    summary = []
+    for fam, rows in fams.items():
+        def mean(pol: str, key: str, rows: list[dict[str, Any]] = rows) -> float:
+            return float(np.mean([r[pol][key] for r in rows]))
+        fixed = [f"k={k:g}" for k in FIXED_KS]
+        best = max(fixed, key=lambda p: mean(p, "reward"))
+        worst = min(fixed, key=lambda p: mean(p, "reward"))
+        pols = [("k=1", "k=1"), ("k=7", "k=7"), (f"best fixed ({best})", best),
+                (f"worst fixed ({worst})", worst)]
+        if "rl" in rows[0]:
+            pols.insert(0, ("Nuwa-RL", "rl"))
+        for label, p in pols:
+            lines.append(f"| {fam} ({len(rows)}) | {label} | {mean(p, 'reward'):.3f} | "
+                         f"{mean(p, 'utilization'):.3f} | {mean(p, 'qd_mean_ms'):.1f} | "
+                         f"{mean(p, 'qd_p95_ms'):.1f} | {mean(p, 'loss_pct'):.2f} |")
+        if "rl" in rows[0]:
+            summary.append({"family": fam, "rl": mean("rl", "reward"), "best": mean(best, "reward"),
+                            "best_k": best, "worst": mean(worst, "reward")})
+    if summary:
+        lines.append("")
+        lines.append("| family | RL reward − best fixed | RL − worst fixed |")
+        lines.append("|---|---|---|")
+        for s in summary:
+            lines.append(f"| {s['family']} | {s['rl'] - s['best']:+.3f} ({s['best_k']}) | "
+                         f"{s['rl'] - s['worst']:+.3f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, default=REPO_ROOT / "models" / "nuwa-rl.onnx")
+    ap.add_argument("--no-model", action="store_true", help="fixed k only")
+    ap.add_argument("--steps", type=int, default=agent.EPISODE_STEPS)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--md", type=Path)
+    a = ap.parse_args()
+    res = evaluate(None if a.no_model else a.model, a.steps)
+    table = family_table(res)
+    print(table)
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(res))
+    if a.md:
+        a.md.parent.mkdir(parents=True, exist_ok=True)
+        a.md.write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()

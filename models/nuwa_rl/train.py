@@ -1,0 +1,159 @@
+"""Train Nuwa-RL (sb3-contrib RecurrentPPO, MlpLstmPolicy), export it, evaluate it.
+
+Reproduces the shipped model: `./nuwa train` runs this with the defaults
+(seeded; one torch thread). Writes models/nuwa-rl.onnx, nuwa-rl.json
+(metadata), nuwa-rl.fixtures.json (parity fixtures), and a report under
+models/report/ (reward curve and per-trace results PNG, evaluation table).
+
+Usage: python -m nuwa_rl.train [--timesteps N] [--seed S] [--n-envs E] [--out DIR] [--no-eval]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import agent, export
+from .env import NuwaKEnv, repo_traces
+from .sim import REPO_ROOT
+
+DEFAULT_TIMESTEPS = 160_000
+HYPERPARAMS: dict[str, Any] = {
+    "n_steps": 200, "batch_size": 200, "n_epochs": 4, "learning_rate": 3e-4, "gamma": 0.98,
+    "gae_lambda": 0.95, "ent_coef": 0.01, "clip_range": 0.2,
+}
+POLICY_KWARGS: dict[str, Any] = {"lstm_hidden_size": 64, "n_lstm_layers": 1, "enable_critic_lstm": False,
+                                 "net_arch": {"pi": [64], "vf": [64]}}
+
+
+def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[str, Any]]:
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)  # NOTES.md: two threads on two cores is slower and erratic
+    curve: list[tuple[int, float, str]] = []
+
+    class Curve(BaseCallback):
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    curve.append((self.num_timesteps, float(info["episode"]["r"]) / agent.EPISODE_STEPS,
+                                  Path(str(info.get("trace", ""))).name))
+            return True
+
+    vec = make_vec_env(NuwaKEnv, n_envs=n_envs, seed=seed)
+    model = RecurrentPPO("MlpLstmPolicy", vec, seed=seed, verbose=0, device="cpu",
+                         policy_kwargs=POLICY_KWARGS, **HYPERPARAMS)
+    t0 = time.time()
+    model.learn(total_timesteps=timesteps, callback=Curve())
+    wall_s = time.time() - t0
+    vec.close()
+    (out / "report").mkdir(parents=True, exist_ok=True)
+    export.write_json(out / "report" / "reward_curve.json", curve)
+    info = {"timesteps": timesteps, "seed": seed, "n_envs": n_envs, "wall_s": round(wall_s, 1),
+            "steps_per_s": round(timesteps / wall_s, 1), "hyperparams": HYPERPARAMS,
+            "policy_kwargs": POLICY_KWARGS, "torch": torch.__version__, "machine": platform.machine(),
+            "episodes": len(curve)}
+    print(f"trained {timesteps} steps in {wall_s:.0f} s ({timesteps / wall_s:.0f} steps/s)", flush=True)
+    return model, info
+
+
+def fixture_sequence(seed: int, steps: int = 48) -> tuple[np.ndarray, np.ndarray]:
+    """Observations of a real episode (agent acting by a seeded random rule), reset at steps/2."""
+    env = NuwaKEnv(episode_steps=steps)
+    rng = np.random.default_rng(seed)
+    obs_l, starts = [], []
+    try:
+        for half in range(2):
+            obs, _ = env.reset(seed=seed + half)
+            for i in range(steps // 2):
+                obs_l.append(obs)
+                starts.append(1.0 if i == 0 else 0.0)
+                obs, *_ = env.step(int(rng.integers(len(agent.ACTIONS))))
+    finally:
+        env.close()
+    return np.array(obs_l, np.float32), np.array(starts, np.float32)
+
+
+def plot_report(out: Path, curve: list[Any], evaluation: dict[str, Any] | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    if curve:
+        t = np.array([c[0] for c in curve])
+        r = np.array([c[1] for c in curve])
+        ax.plot(t, r, ".", ms=3, alpha=0.4, label="episode mean reward")
+        w = max(1, len(r) // 15)
+        ax.plot(t[w - 1:], np.convolve(r, np.ones(w) / w, "valid"), label=f"moving mean ({w} episodes)")
+    ax.set_xlabel("training timesteps (200 ms intervals)")
+    ax.set_ylabel("mean reward per step (Eq. 13)")
+    ax.set_title("Nuwa-RL training (random trace and start per episode)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "report" / "reward_curve.png", dpi=110)
+    plt.close(fig)
+    if not evaluation:
+        return
+    rows = evaluation["rows"]
+    pols = [p for p in rows[0] if isinstance(rows[0][p], dict)]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    x = np.arange(len(rows))
+    wd = 0.8 / len(pols)
+    for i, p in enumerate(pols):
+        ax.bar(x + i * wd, [r[p]["reward"] for r in rows], wd, label=p)
+    ax.set_xticks(x + 0.4 - wd / 2, [f"{r['family']}\n{r['trace'][:18]}" for r in rows], fontsize=6)
+    ax.set_ylabel("mean reward per step (Eq. 13)")
+    ax.set_title("Per-trace results in the simulator (160 s from t = 0)")
+    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    fig.savefig(out / "report" / "per_trace.png", dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--timesteps", type=int, default=DEFAULT_TIMESTEPS)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-envs", type=int, default=4)
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "models")
+    ap.add_argument("--no-eval", action="store_true")
+    a = ap.parse_args()
+    out: Path = a.out
+    out.mkdir(parents=True, exist_ok=True)
+    model, info = train(a.timesteps, a.seed, a.n_envs, out)
+    model.save(str(REPO_ROOT / "out" / "rl" / "nuwa-rl-sb3.zip"))
+    onnx_path = out / "nuwa-rl.onnx"
+    export.export_onnx(model.policy, onnx_path)
+    obs, starts = fixture_sequence(a.seed)
+    fixtures = export.make_fixtures(model, obs, starts)
+    worst = export.check_onnxruntime(onnx_path, fixtures)
+    print(f"onnxruntime parity: max |logit diff| {worst:.2e}", flush=True)
+    export.write_json(out / "nuwa-rl.fixtures.json", fixtures)
+    traces = [str(p.relative_to(REPO_ROOT)) for p in repo_traces()]
+    meta = export.metadata(onnx_path, model.policy.lstm_actor.hidden_size, traces, info)
+    export.write_json(onnx_path.with_suffix(".json"), meta)
+    curve = json.loads((out / "report" / "reward_curve.json").read_text())
+    evaluation = None
+    if not a.no_eval:
+        from .evaluate import evaluate, family_table
+
+        evaluation = evaluate(onnx_path)
+        export.write_json(out / "report" / "evaluation.json", evaluation)
+        (out / "report" / "evaluation.md").write_text(family_table(evaluation) + "\n")
+        print(family_table(evaluation))
+    plot_report(out, curve, evaluation)
+
+
+if __name__ == "__main__":
+    main()
