@@ -12,14 +12,17 @@ export {
   type NuwaPlayerEventType,
   type NuwaPlayerOptions,
 } from "./dash/create.js";
-export { makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
+export { DEFAULT_LOADER_OPTIONS, failureStatus, type LoaderOptions, makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
 export { TypedEmitter, type Unsubscribe } from "./emitter.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
+export { backoffDelayMs, DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, resolveReconnectPolicy, SessionManager } from "./reconnect.js";
 export {
+  DEFAULT_STALL_TIMEOUT_MS,
   type NuwaRequest,
   NuwaRequestError,
   type NuwaResponse,
   NuwaSession,
+  type RequestErrorKind,
   type RequestOptions,
   type ResponseHead,
   type SessionMode,

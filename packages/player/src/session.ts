@@ -36,14 +36,27 @@ export interface SessionOptions {
   clock_us?: () => number;
   /** Telemetry sink. */
   onTelemetry?: (e: TelemetryEvent) => void;
+  /**
+   * Close the session when requests are open and nothing has arrived for this
+   * long, ms (0: never). A server that died without closing (crash, restart,
+   * route gone) is otherwise only noticed at QUIC's idle timeout (RFC 9000
+   * §10.1, tens of seconds in Chromium). Default 4000.
+   */
+  stall_timeout_ms?: number;
 }
+
+/** Default `stall_timeout_ms`. */
+export const DEFAULT_STALL_TIMEOUT_MS = 4000;
 
 /** Typed telemetry events. */
 export type TelemetryEvent =
   | { type: "frame"; t_us: number; seq: number; send_time_us: number; size_bytes: number; decision: Decision }
   | { type: "grant"; t_us: number; grant_seq: number; window_bytes: number; cum_received_bytes: number }
   | { type: "rtt"; t_us: number; rtt_us: number }
-  | { type: "error"; t_us: number; message: string };
+  | { type: "error"; t_us: number; message: string }
+  | { type: "session_closed"; t_us: number; reason: string; failed_requests: number }
+  | { type: "session_open"; t_us: number; sessions: number }
+  | { type: "reconnect"; t_us: number; attempt: number; delay_ms: number; reason: string };
 
 /** A request (PROTOCOL.md "Requests"). */
 export type NuwaRequest = { op: "get"; path: string; range?: [number, number] } | { op: "bulk"; size_bytes: number };
@@ -73,14 +86,34 @@ export interface NuwaResponse {
   duration_us: number;
 }
 
-/** An error answer (ERROR frame) or a broken response stream. */
+/**
+ * What went wrong with a request:
+ * - `http`: the server answered ERROR with `status` (400, 403, 404, 416, 500);
+ *   the same request would get the same answer.
+ * - `protocol`: the response broke the framing rules (PROTOCOL.md "Responses").
+ * - `session`: the session closed (server shutdown, connection lost, stall)
+ *   while the request was open; it may succeed on a new session.
+ * - `stream`: the response stream was reset while the session stayed up.
+ */
+export type RequestErrorKind = "http" | "protocol" | "session" | "stream";
+
+/** An error answer (ERROR frame), a broken response stream, or a session that went away. */
 export class NuwaRequestError extends Error {
+  /**
+   * @param status HTTP-like status: the ERROR frame's status for `http`, 0 otherwise (as an XHR that failed on the network)
+   */
   constructor(
     message: string,
     readonly status: number,
+    readonly kind: RequestErrorKind = status > 0 ? "http" : "protocol",
   ) {
     super(message);
     this.name = "NuwaRequestError";
+  }
+
+  /** Whether a retry on the same or a new session can succeed (`session`, `stream`). */
+  get retryable(): boolean {
+    return this.kind === "session" || this.kind === "stream";
   }
 }
 
@@ -91,18 +124,29 @@ function hexToBytes(hex: string): Uint8Array {
   return out;
 }
 
+/** One open request: how to fail it now, and how many frame bytes it has counted. */
+interface OpenRequest {
+  fail: (err: NuwaRequestError) => void;
+}
+
 export class NuwaSession {
   readonly controller: NuwaController;
   readonly mode: SessionMode;
+  /** Resolves with the reason once the session is over (closed by either side, lost, or stalled). */
+  readonly closed: Promise<string>;
   private readonly policy: GrantPolicy;
   private readonly clock_us: () => number;
   private readonly datagram_writer: WritableStreamDefaultWriter<Uint8Array>;
   private readonly timer: ReturnType<typeof setInterval>;
+  private readonly stall_timeout_us: number;
+  private readonly open_requests = new Set<OpenRequest>();
+  private resolve_closed!: (reason: string) => void;
   private grant_seq = 0;
   private last_send_time_us = 0;
   private last_recv_us = 0;
+  private last_activity_us: number;
   private active_requests = 0;
-  private closed = false;
+  private close_reason: string | null = null;
 
   private constructor(
     private readonly wt: WebTransport,
@@ -112,24 +156,40 @@ export class NuwaSession {
     this.mode = opts.mode ?? "control";
     this.policy = new GrantPolicy({ ...DEFAULT_GRANT_POLICY, ...opts.grants });
     this.clock_us = opts.clock_us ?? (() => performance.now() * 1000);
+    const stall_ms = opts.stall_timeout_ms ?? DEFAULT_STALL_TIMEOUT_MS;
+    if (!(stall_ms >= 0) || !Number.isFinite(stall_ms)) throw new RangeError(`stall_timeout_ms must be a finite number ≥ 0, got ${stall_ms}`);
+    this.stall_timeout_us = stall_ms * 1000;
+    this.last_activity_us = this.clock_us();
+    this.closed = new Promise((r) => {
+      this.resolve_closed = r;
+    });
     this.datagram_writer = wt.datagrams.writable.getWriter();
     this.timer = setInterval(() => this.onTimer(), opts.tick_interval_ms ?? 5);
     wt.closed.then(
-      () => this.shutdown(),
-      () => this.shutdown(),
+      (info) => this.shutdown(`closed by the server (code ${info?.closeCode ?? 0}${info?.reason ? `: ${info.reason}` : ""})`),
+      (err: unknown) => this.shutdown(`connection lost (${String(err)})`),
     );
   }
 
   /**
    * Open a session.
-   * @throws TypeError on a malformed certificate hash; WebTransportError if the handshake fails
+   * @throws TypeError on a malformed certificate hash; RangeError on a bad stall_timeout_ms; WebTransportError if the handshake fails
    */
   static async connect(opts: SessionOptions): Promise<NuwaSession> {
     const init: WebTransportOptions = {};
     if (opts.serverCertificateHashHex) init.serverCertificateHashes = [{ algorithm: "sha-256", value: hexToBytes(opts.serverCertificateHashHex) as BufferSource }];
     const wt = new WebTransport(opts.url, init);
-    await wt.ready;
-    return new NuwaSession(wt, opts);
+    try {
+      await wt.ready;
+      return new NuwaSession(wt, opts);
+    } catch (e) {
+      try {
+        wt.close();
+      } catch {
+        /* never opened */
+      }
+      throw e;
+    }
   }
 
   private emit(e: TelemetryEvent): void {
@@ -137,14 +197,19 @@ export class NuwaSession {
   }
 
   private onTimer(): void {
-    if (this.closed) return;
+    if (this.close_reason !== null) return;
     const t = this.clock_us();
     this.controller.tick(t, this.active_requests > 0);
+    // Stall watchdog: requests open and nothing received for stall_timeout (a dead server sends no CONNECTION_CLOSE).
+    if (this.stall_timeout_us > 0 && this.active_requests > 0 && t - this.last_activity_us > this.stall_timeout_us) {
+      this.close(`stalled: nothing received for ${((t - this.last_activity_us) / 1000).toFixed(0)} ms with ${this.active_requests} request(s) open`);
+      return;
+    }
     this.maybeGrant(t);
   }
 
   private maybeGrant(t_us: number): void {
-    if (this.mode !== "control" || this.closed) return;
+    if (this.mode !== "control" || this.close_reason !== null) return;
     const window_bytes = Math.round(this.controller.windowBytes);
     if (!this.policy.due(t_us, window_bytes)) return;
     this.grant_seq = (this.grant_seq + 1) >>> 0;
@@ -175,21 +240,80 @@ export class NuwaSession {
 
   /**
    * Send one request on its own bidirectional stream and read the framed answer.
-   * @throws NuwaRequestError on an ERROR frame, a malformed frame, or a stream that ends early
+   *
+   * Abort: the promise rejects at once with an AbortError, but the stream is
+   * still read to its end in the background, its frames counted and their
+   * payloads dropped. Cancelling it (STOP_SENDING) instead would strand the
+   * frames already in flight: the server counts them as outstanding until a
+   * grant reports them received (PROTOCOL.md "Grants"), and a grant can only
+   * report what the page read, so every cancelled stream would shrink the
+   * server's usable window for the rest of the session, by up to a whole
+   * window (then nothing is ever sent again: the liveness rule needs zero
+   * outstanding).
+   *
+   * @throws NuwaRequestError: `http` on an ERROR frame (its status), `protocol` on a malformed frame or a stream that ends early, `session` if the session closes (or is closed) before the answer is complete, `stream` if the stream is reset
    * @throws DOMException("AbortError") if `signal` aborts
    */
   async request(req: NuwaRequest, o: RequestOptions = {}): Promise<NuwaResponse> {
-    if (this.closed) throw new NuwaRequestError("session is closed", 0);
-    const stream = await this.wt.createBidirectionalStream();
-    const writer = stream.writable.getWriter();
-    const t_req = this.clock_us();
-    await writer.write(new TextEncoder().encode(JSON.stringify({ v: 1, ...req })));
-    await writer.close();
-    const reader = stream.readable.getReader();
-    const onAbort = () => {
-      reader.cancel("aborted").catch(() => {});
+    if (o.signal?.aborted) throw new DOMException("request aborted", "AbortError");
+    if (this.close_reason !== null) throw new NuwaRequestError(`session is closed: ${this.close_reason}`, 0, "session");
+    this.active_requests++;
+    this.last_activity_us = Math.max(this.last_activity_us, this.clock_us());
+    let settled = false;
+    let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+    let reject_now!: (e: unknown) => void;
+    const failed = new Promise<never>((_, rej) => {
+      reject_now = rej;
+    });
+    failed.catch(() => {});
+    const entry: OpenRequest = {
+      fail: (err) => {
+        reject_now(err);
+        reader?.cancel(err.message).catch(() => {});
+      },
     };
+    this.open_requests.add(entry);
+    const onAbort = () => reject_now(new DOMException("request aborted", "AbortError"));
     o.signal?.addEventListener("abort", onAbort, { once: true });
+    const done = () => {
+      if (settled) return;
+      settled = true;
+      this.active_requests--;
+      this.open_requests.delete(entry);
+      o.signal?.removeEventListener("abort", onAbort);
+    };
+    const work = this.run(req, o, (r) => {
+      reader = r;
+    }).finally(done);
+    try {
+      return await Promise.race([work, failed]);
+    } catch (e) {
+      // Failed early (abort): the stream is still read to its end by `work`, which keeps the count.
+      work.catch(() => {});
+      throw e;
+    }
+  }
+
+  /** The stream work of one request: write it, read every frame to FIN, count them all. */
+  private async run(req: NuwaRequest, o: RequestOptions, setReader: (r: ReadableStreamDefaultReader<Uint8Array>) => void): Promise<NuwaResponse> {
+    const sessionError = (e?: unknown) =>
+      this.close_reason !== null ? new NuwaRequestError(`session closed during the request: ${this.close_reason}`, 0, "session") : new NuwaRequestError(`response stream failed: ${String(e)}`, 0, "stream");
+    let stream: WebTransportBidirectionalStream;
+    const t_req = this.clock_us();
+    try {
+      stream = await this.wt.createBidirectionalStream();
+      const writer = stream.writable.getWriter();
+      await writer.write(new TextEncoder().encode(JSON.stringify({ v: 1, ...req })));
+      await writer.close();
+    } catch (e) {
+      throw sessionError(e);
+    }
+    const reader = stream.readable.getReader();
+    setReader(reader);
+    if (this.close_reason !== null) {
+      reader.cancel("session closed").catch(() => {});
+      throw sessionError();
+    }
     const parser = new FrameParser();
     const keep = o.keep_body ?? true;
     const parts: Uint8Array[] = [];
@@ -197,80 +321,100 @@ export class NuwaSession {
     let first_byte_us = Number.NaN;
     let loaded = 0;
     let ended = false;
-    this.active_requests++;
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (o.signal?.aborted) throw new DOMException("request aborted", "AbortError");
-        if (done) break;
-        const t = this.clock_us();
-        let frames: Frame[];
-        try {
-          frames = parser.push(value);
-        } catch (e) {
-          throw new NuwaRequestError(`malformed response frame: ${(e as Error).message}`, 0);
-        }
-        this.onFrames(frames, t);
-        for (const f of frames) {
-          if (f.header.type === FrameType.HEAD) {
-            head = JSON.parse(new TextDecoder().decode(f.payload)) as ResponseHead;
-            first_byte_us = t - t_req;
-            this.controller.onRttSample(first_byte_us);
-            this.emit({ type: "rtt", t_us: t, rtt_us: first_byte_us });
-          } else if (f.header.type === FrameType.DATA) {
-            if (!head) throw new NuwaRequestError("DATA before HEAD", 0);
-            loaded += f.payload.length;
-            if (keep) parts.push(f.payload.slice());
-            o.onData?.(f.payload, loaded, head);
-          } else if (f.header.type === FrameType.ERROR) {
-            const err = JSON.parse(new TextDecoder().decode(f.payload)) as { status: number; error: string };
-            throw new NuwaRequestError(err.error, err.status);
-          } else if (f.header.type === FrameType.END) {
-            ended = true;
-          }
-        }
-      }
+    let error: NuwaRequestError | null = null;
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
-        parser.finish();
+        chunk = await reader.read();
       } catch (e) {
-        throw new NuwaRequestError((e as Error).message, 0);
+        throw sessionError(e);
       }
-      if (!head || !ended) throw new NuwaRequestError("response stream ended before END", 0);
-      let body: Uint8Array | null = null;
-      if (keep) {
-        body = new Uint8Array(loaded);
-        let off = 0;
-        for (const p of parts) {
-          body.set(p, off);
-          off += p.length;
+      if (chunk.done) break;
+      const t = this.clock_us();
+      this.last_activity_us = t;
+      let frames: Frame[];
+      try {
+        frames = parser.push(chunk.value);
+      } catch (e) {
+        reader.cancel("malformed frame").catch(() => {});
+        throw new NuwaRequestError(`malformed response frame: ${(e as Error).message}`, 0, "protocol");
+      }
+      this.onFrames(frames, t);
+      if (o.signal?.aborted || error) continue; // aborted or failed: keep counting, drop the payloads
+      for (const f of frames) {
+        if (f.header.type === FrameType.HEAD) {
+          head = JSON.parse(new TextDecoder().decode(f.payload)) as ResponseHead;
+          first_byte_us = t - t_req;
+          this.controller.onRttSample(first_byte_us);
+          this.emit({ type: "rtt", t_us: t, rtt_us: first_byte_us });
+        } else if (f.header.type === FrameType.DATA) {
+          if (!head) {
+            error = new NuwaRequestError("DATA before HEAD", 0, "protocol");
+            break;
+          }
+          loaded += f.payload.length;
+          if (keep) parts.push(f.payload.slice());
+          o.onData?.(f.payload, loaded, head);
+        } else if (f.header.type === FrameType.ERROR) {
+          const err = JSON.parse(new TextDecoder().decode(f.payload)) as { status: number; error: string };
+          const status = Number.isInteger(err.status) && err.status >= 400 && err.status <= 599 ? err.status : 500;
+          error = new NuwaRequestError(err.error, status, "http");
+        } else if (f.header.type === FrameType.END) {
+          ended = true;
         }
       }
-      return { head, body, first_byte_us, duration_us: this.clock_us() - t_req };
-    } finally {
-      this.active_requests--;
-      o.signal?.removeEventListener("abort", onAbort);
     }
-  }
-
-  private shutdown(): void {
-    this.closed = true;
-    clearInterval(this.timer);
-  }
-
-  /** Close the session and stop the timers. */
-  close(): void {
-    this.shutdown();
+    if (this.close_reason !== null && !ended && !error) throw sessionError();
+    if (o.signal?.aborted) throw new DOMException("request aborted", "AbortError");
+    if (error) throw error;
     try {
-      this.wt.close();
+      parser.finish();
+    } catch (e) {
+      throw new NuwaRequestError((e as Error).message, 0, "protocol");
+    }
+    if (!head || !ended) throw new NuwaRequestError("response stream ended before END", 0, "protocol");
+    let body: Uint8Array | null = null;
+    if (keep) {
+      body = new Uint8Array(loaded);
+      let off = 0;
+      for (const p of parts) {
+        body.set(p, off);
+        off += p.length;
+      }
+    }
+    return { head, body, first_byte_us, duration_us: this.clock_us() - t_req };
+  }
+
+  /** End the session's own work and fail every open request (idempotent). */
+  private shutdown(reason: string): void {
+    if (this.close_reason !== null) return;
+    this.close_reason = reason;
+    clearInterval(this.timer);
+    const failed_requests = this.open_requests.size;
+    const err = new NuwaRequestError(`session closed during the request: ${reason}`, 0, "session");
+    for (const r of this.open_requests) r.fail(err);
+    this.open_requests.clear();
+    this.emit({ type: "session_closed", t_us: this.clock_us(), reason, failed_requests });
+    this.resolve_closed(reason);
+  }
+
+  /** Close the session and stop the timers; open requests fail with a `session` error. */
+  close(reason = "closed by the player"): void {
+    this.shutdown(reason);
+    try {
+      this.wt.close({ closeCode: 0, reason: reason.slice(0, 1000) });
     } catch {
       /* already closed */
     }
   }
 
-  /** Number of requests in progress. */
+  /** Why the session ended, or null while it is open. */
+  get closeReason(): string | null {
+    return this.close_reason;
+  }
+
+  /** Number of requests in progress (aborted ones count until their stream ends). */
   get activeRequests(): number {
     return this.active_requests;
   }
 }
-
-

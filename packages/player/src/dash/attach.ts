@@ -6,6 +6,7 @@
  * `dashjs.MediaPlayer().create()` and before `player.initialize(...)`.
  */
 import type { NuwaConfig } from "@nuwa/cc";
+import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent } from "../session.js";
 import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputOverride } from "./abr.js";
 import { makeNuwaLoader } from "./loader.js";
@@ -29,6 +30,10 @@ export interface AttachOptions {
   onTelemetry?: (e: TelemetryEvent | { type: "abr"; t_us: number; decision: AbrDecision }) => void;
   /** dash.js's own throughput average, kbit/s, whenever its rules ask for it. */
   onDashjsEstimate?: (kbps: number) => void;
+  /** Reconnect backoff when the session ends (reconnect.ts). */
+  reconnect?: Partial<ReconnectPolicy>;
+  /** Close a session that receives nothing for this long while requests are open, ms (session.ts, default 4000; 0: never). */
+  stall_timeout_ms?: number;
 }
 
 /** Slice of the dash.js MediaPlayer used here. */
@@ -45,8 +50,12 @@ export interface DashjsLike {
 }
 
 export interface NuwaAttachment {
-  /** Resolves when the session is open; rejects if the handshake fails. */
+  /** Resolves when the first session is open; rejects if the handshake fails. */
   session: Promise<NuwaSession>;
+  /** The session open now (a new one after each reconnect), or null while reconnecting. */
+  current(): NuwaSession | null;
+  /** Sessions opened so far (1 + reconnects). */
+  sessionCount(): number;
   /** Change Td (and ρ, k) while playing. */
   setPreset(p: Preset): void;
   setParams(p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss">>): void;
@@ -59,13 +68,15 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   const now_us = () => performance.now() * 1000;
   const cc = { ...o.cc };
   if (o.preset && cc.target_delay_ms === undefined) cc.target_delay_ms = TD_PRESETS_MS[o.preset];
-  let current: NuwaSession | null = null;
-  const session = NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, cc, mode: o.mode ?? "control", onTelemetry: o.onTelemetry }).then((s) => {
-    current = s;
-    return s;
-  });
-  const src: EstimateSource = { controller: () => current?.controller ?? null, now_us };
-  player.extend("XHRLoader", makeNuwaLoader(() => session), false);
+  // One session at a time, reconnected with backoff; each new session gets a fresh controller (reconnect.ts says why).
+  const manager = new SessionManager(
+    () => NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, cc, mode: o.mode ?? "control", onTelemetry: o.onTelemetry, stall_timeout_ms: o.stall_timeout_ms }),
+    o.reconnect,
+    { onTelemetry: o.onTelemetry, now_us },
+  );
+  const session = manager.session();
+  const src: EstimateSource = { controller: () => manager.current?.controller ?? null, now_us };
+  player.extend("XHRLoader", makeNuwaLoader(() => manager.session()), false);
   player.extend("ThroughputController", makeThroughputOverride(src, (o.estimate ?? "nuwa") === "nuwa", o.onDashjsEstimate), true);
   if ((o.abr ?? "nuwa") === "nuwa") {
     const SwitchRequest = dashjs.FactoryMaker.getClassFactoryByName("SwitchRequest");
@@ -86,9 +97,21 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   }
   return {
     session,
-    setPreset: (p) => current?.controller.setParams({ target_delay_ms: TD_PRESETS_MS[p] }),
-    setParams: (p) => current?.controller.setParams(p),
-    estimateBps: () => (current ? current.controller.estimate(now_us()).bps : Number.NaN),
-    close: () => current?.close(),
+    current: () => manager.current,
+    sessionCount: () => manager.count,
+    // Parameters go to the open session and to the ones a reconnect opens later.
+    setPreset: (p) => {
+      cc.target_delay_ms = TD_PRESETS_MS[p];
+      manager.current?.controller.setParams({ target_delay_ms: TD_PRESETS_MS[p] });
+    },
+    setParams: (p) => {
+      manager.current?.controller.setParams(p);
+      Object.assign(cc, p);
+    },
+    estimateBps: () => {
+      const c = manager.current;
+      return c ? c.controller.estimate(now_us()).bps : Number.NaN;
+    },
+    close: () => manager.close(),
   };
 }

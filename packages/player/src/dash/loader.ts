@@ -4,32 +4,62 @@
  * progress events dash.js's own accounting expects (NOTES.md "dash.js 5.2.1":
  * a first event with loaded < total at first byte, then the end, then
  * onloadend). Registered with `player.extend("XHRLoader", factory, false)`.
+ *
+ * Failures look to dash.js like an XMLHttpRequest's, so its retry settings
+ * (`streaming.retryAttempts`, `streaming.retryIntervals`) and error events
+ * apply unchanged: an ERROR answer sets `status` to its HTTP status (404,
+ * 416, ...); anything else (session lost, stream reset, malformed frames,
+ * no session) ends with `status` 0 like a network error; the request's
+ * `timeout` (dash.js's fragmentRequestTimeout / manifestRequestTimeout) fires
+ * `ontimeout`, then `onloadend` with status 0, like XHR. dash.js's `abort()`
+ * calls `onabort` and never `onloadend`.
+ *
+ * When the session is lost mid-request (server restart, stall) the loader
+ * waits for the next session (see reconnect.ts) and asks for the bytes it is
+ * still missing with a range request, so a segment already half downloaded
+ * is not fetched again; it gives up at the request's deadline and lets
+ * dash.js retry.
  */
-import { NuwaRequestError, type NuwaSession } from "../session.js";
+import { NuwaRequestError, type NuwaResponse, type NuwaSession, type ResponseHead } from "../session.js";
 
 /** The slice of dash.js's CommonMediaRequest this loader reads. */
-interface CommonMediaRequest {
+export interface CommonMediaRequest {
   url: string;
   method?: string;
   responseType?: string;
   headers?: Record<string, string>;
+  /** ms, 0 = none (dash.js: fragmentRequestTimeout, manifestRequestTimeout). */
+  timeout?: number;
   customData: {
     onloadend?: () => void;
     onprogress?: (e: { loaded: number; total: number; lengthComputable: boolean; time?: number }) => void;
     onabort?: () => void;
+    ontimeout?: (e: { loaded: number; total: number; lengthComputable: boolean }) => void;
     abort?: () => void;
     request?: { type?: string };
   };
 }
 
 /** The slice of dash.js's CommonMediaResponse this loader writes. */
-interface CommonMediaResponse {
+export interface CommonMediaResponse {
   url?: string;
   status?: number;
   statusText?: string;
   headers?: Record<string, string>;
   data?: ArrayBuffer | string;
 }
+
+/** The slice of NuwaSession the loader uses (a fake in unit tests). */
+export type RequestSession = Pick<NuwaSession, "request">;
+
+export interface LoaderOptions {
+  /** Deadline for a request when dash.js gives none (timeout 0), ms. */
+  default_timeout_ms: number;
+  /** Most session losses one request rides through before it is failed to dash.js. */
+  max_resumes: number;
+}
+
+export const DEFAULT_LOADER_OPTIONS: Readonly<LoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
 
 /** Parse `bytes=first-last` into an inclusive range, or undefined. */
 export function parseRangeHeader(value: string | undefined): [number, number] | undefined {
@@ -41,66 +71,187 @@ export function parseRangeHeader(value: string | undefined): [number, number] | 
   return last >= first ? [first, last] : undefined;
 }
 
+/**
+ * HTTP-like status and text dash.js sees for a failed request: the ERROR
+ * frame's status for `http` errors, 0 (a network error, as XHR reports it)
+ * for everything else.
+ */
+export function failureStatus(e: unknown): { status: number; statusText: string } {
+  if (e instanceof NuwaRequestError) return { status: e.kind === "http" ? e.status : 0, statusText: `${e.kind}: ${e.message}` };
+  return { status: 0, statusText: String(e) };
+}
+
 /** Progress events are emitted at first byte, then at most every `interval_bytes`. */
 const PROGRESS_INTERVAL_BYTES = 64 * 1024;
+
+class Deadline extends Error {
+  constructor(readonly timeout_ms: number) {
+    super(`request timed out after ${timeout_ms} ms`);
+  }
+}
+
+/** Wait for `p`, or reject when `signal` aborts. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * Fetch `path` (optionally a range) over the session, riding through session
+ * losses: after a retryable error it waits for the next session and asks for
+ * the bytes still missing. Stops on abort (signal), a non-retryable error, or
+ * `max_resumes` losses.
+ * @returns the head of the first answer (status 200/206 as asked) and the whole body
+ */
+export async function fetchResumable(
+  session: () => Promise<RequestSession>,
+  path: string,
+  range: [number, number] | undefined,
+  signal: AbortSignal,
+  max_resumes: number,
+  onData: (loaded_bytes: number, total_bytes: number) => void,
+): Promise<{ head: ResponseHead; body: Uint8Array; resumes: number }> {
+  const parts: Uint8Array[] = [];
+  let loaded = 0;
+  const got: { head: ResponseHead | null } = { head: null }; // set inside the onData callback
+  let resumes = 0;
+  for (;;) {
+    const head = got.head;
+    let sub_range = range;
+    if (head) {
+      // Resume: the bytes not received yet, of the range asked for or of the whole resource.
+      const first = (range ? range[0] : 0) + loaded;
+      const last = range ? Math.min(range[1], head.total_bytes - 1) : head.total_bytes - 1;
+      if (first > last) break;
+      sub_range = [first, last];
+    }
+    const s = await untilAborted(session(), signal);
+    let r: NuwaResponse;
+    try {
+      r = await s.request(sub_range ? { op: "get", path, range: sub_range } : { op: "get", path }, {
+        signal,
+        onData: (payload, _sub_loaded, h) => {
+          if (!got.head) got.head = h;
+          parts.push(payload.slice());
+          loaded += payload.length;
+          const first = got.head;
+          onData(loaded, first.range ? first.range[1] - first.range[0] + 1 : first.total_bytes);
+        },
+      });
+    } catch (e) {
+      if (e instanceof NuwaRequestError && e.retryable && resumes < max_resumes && !signal.aborted) {
+        resumes++;
+        continue;
+      }
+      throw e;
+    }
+    if (!got.head) got.head = r.head; // empty body
+    break;
+  }
+  const body = new Uint8Array(loaded);
+  let off = 0;
+  for (const p of parts) {
+    body.set(p, off);
+    off += p.length;
+  }
+  return { head: got.head as ResponseHead, body, resumes };
+}
 
 /**
  * Make the loader function dash.js instantiates (FactoryMaker calls it with
  * `this = { context }`).
- * @param session the Nuwa session every request goes over
+ * @param session the session every request goes over: the open one, or the next one while reconnecting (rejects if none can be had)
  */
-export function makeNuwaLoader(session: () => Promise<NuwaSession>): () => object {
+export function makeNuwaLoader(session: () => Promise<RequestSession>, options: Partial<LoaderOptions> = {}): () => object {
+  const o = { ...DEFAULT_LOADER_OPTIONS, ...options };
   return function NuwaLoader() {
-    const inflight = new Set<AbortController>();
+    const inflight = new Map<CommonMediaRequest, () => void>();
     function load(req: CommonMediaRequest, res: CommonMediaResponse): boolean {
       const cd = req.customData;
       const ac = new AbortController();
-      inflight.add(ac);
-      cd.abort = () => {
-        if (ac.signal.aborted) return;
-        ac.abort();
+      let finished = false;
+      let loaded = 0;
+      let total = 0;
+      const finish = () => {
+        finished = true;
+        inflight.delete(req);
+        clearTimeout(timer);
+      };
+      // dash.js's abort (seek, abandonment, reset): stop, onabort, no onloadend (as XHRLoader.abort).
+      const abort = () => {
+        if (finished) return;
+        finish();
+        ac.abort(new DOMException("aborted by dash.js", "AbortError"));
         cd.onabort?.();
       };
+      cd.abort = abort;
+      inflight.set(req, abort);
+      const timeout_ms = req.timeout && req.timeout > 0 ? req.timeout : o.default_timeout_ms;
+      const timer = setTimeout(() => {
+        if (finished) return;
+        finish();
+        ac.abort(new Deadline(timeout_ms));
+        res.url = req.url;
+        res.status = 0;
+        res.statusText = `timeout: no complete answer within ${timeout_ms} ms`;
+        cd.ontimeout?.({ loaded, total, lengthComputable: total > 0 });
+        cd.onloadend?.();
+      }, timeout_ms);
       const url = new URL(req.url);
       const range = parseRangeHeader(req.headers?.Range ?? req.headers?.range);
       let last_progress = 0;
-      session()
-        .then((s) => s.request(range ? { op: "get", path: url.pathname, range } : { op: "get", path: url.pathname }, {
-          signal: ac.signal,
-          onData: (_payload, loaded, head) => {
-            if (loaded < head.total_bytes && (last_progress === 0 || loaded - last_progress >= PROGRESS_INTERVAL_BYTES)) {
-              last_progress = loaded;
-              cd.onprogress?.({ loaded, total: head.total_bytes, lengthComputable: true });
-            }
-          },
-        }))
-        .then(
-          (r) => {
-            if (ac.signal.aborted) return;
-            const body = r.body ?? new Uint8Array(0);
-            res.url = req.url;
-            res.status = r.head.status;
-            res.statusText = r.head.status < 300 ? "OK" : "error";
-            res.headers = { "content-type": r.head.content_type ?? "application/octet-stream", "content-length": String(body.length) };
-            res.data = req.responseType === "arraybuffer" ? (body.slice().buffer as ArrayBuffer) : new TextDecoder().decode(body);
-            cd.onprogress?.({ loaded: body.length, total: body.length, lengthComputable: true });
-            cd.onloadend?.();
-          },
-          (e: unknown) => {
-            if (ac.signal.aborted) return;
-            res.url = req.url;
-            res.status = e instanceof NuwaRequestError && e.status > 0 ? e.status : 0;
-            res.statusText = String(e);
-            cd.onloadend?.();
-          },
-        )
-        .finally(() => inflight.delete(ac));
+      fetchResumable(session, url.pathname, range, ac.signal, o.max_resumes, (n, t) => {
+        loaded = n;
+        total = t;
+        if (n < t && (last_progress === 0 || n - last_progress >= PROGRESS_INTERVAL_BYTES)) {
+          last_progress = n;
+          cd.onprogress?.({ loaded: n, total: t, lengthComputable: true });
+        }
+      }).then(
+        (r) => {
+          if (finished) return;
+          finish();
+          res.url = req.url;
+          res.status = r.head.status;
+          res.statusText = r.head.status < 300 ? "OK" : "error";
+          res.headers = { "content-type": r.head.content_type ?? "application/octet-stream", "content-length": String(r.body.length) };
+          res.data = req.responseType === "arraybuffer" ? (r.body.slice().buffer as ArrayBuffer) : new TextDecoder().decode(r.body);
+          cd.onprogress?.({ loaded: r.body.length, total: r.body.length, lengthComputable: true });
+          cd.onloadend?.();
+        },
+        (e: unknown) => {
+          if (finished) return;
+          finish();
+          const f = failureStatus(e);
+          res.url = req.url;
+          res.status = f.status;
+          res.statusText = f.statusText;
+          cd.onloadend?.();
+        },
+      );
       return true;
     }
-    function abortAll(): void {
-      for (const ac of inflight) ac.abort();
-      inflight.clear();
+    /** Abort one request (dash.js's progress timeout passes it) or, without one, all. */
+    function abort(req?: CommonMediaRequest): void {
+      if (req && inflight.has(req)) {
+        inflight.get(req)?.();
+        return;
+      }
+      for (const a of [...inflight.values()]) a();
     }
-    return { load, abort: abortAll, reset: abortAll, resetInitialSettings: abortAll, getXhr: () => null };
+    return { load, abort, reset: () => abort(), resetInitialSettings: () => abort(), getXhr: () => null };
   };
 }
