@@ -12,7 +12,7 @@ import { launchChromium } from "./src/browser.js";
 import { REPO_ROOT, type Started, startWithReady } from "./src/procs.js";
 
 const OUT = `${REPO_ROOT}out/demo-e2e`;
-type DemoState = { ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
+type DemoState = { ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; last: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
 const SERIES = ["qd_page_ms", "qd_emu_ms", "td_ms", "window_kb", "grant_kb", "capacity_mbps", "delivered_mbps", "nuwa_mbps", "dashjs_mbps", "buffer_s", "bitrate_mbps", "k_mss", "rho_ms"];
 
 describe("demo page", () => {
@@ -32,7 +32,7 @@ describe("demo page", () => {
     const browser = await launchChromium();
     try {
       const page = await browser.newPage();
-      await page.setViewportSize({ width: 1640, height: 860 });
+      await page.setViewportSize({ width: 1660, height: 650 });
       const page_errors: string[] = [];
       page.on("pageerror", (e) => page_errors.push(String(e)));
       await page.goto(url);
@@ -42,7 +42,9 @@ describe("demo page", () => {
       const a = await read();
       await page.waitForTimeout(8_000);
       // Td through the controls.
-      await page.fill("#td", "40");
+      const td0 = a.params!.target_delay_ms;
+      const td1 = td0 === 40 ? 60 : 40;
+      await page.fill("#td", String(td1));
       await page.click("#apply");
       await page.waitForTimeout(7_000);
       const b = await read();
@@ -54,12 +56,10 @@ describe("demo page", () => {
       expect(b.media_s - a.media_s).toBeGreaterThan(8); // 15 s of wall time, rebuffering allowed for a few
       for (const s of SERIES) expect(b.filled[s] ?? 0, s).toBeGreaterThan(a.filled[s] ?? 0);
       expect(b.filled.capacity_mbps).toBeGreaterThan(50); // 200 ms bins over ≥ 15 s
-      expect(b.params?.target_delay_ms).toBe(40);
-      const td_last = await page.evaluate(() => {
-        const el = document.querySelector("#plot-qd") as HTMLElement;
-        return el.querySelectorAll("canvas").length;
-      });
-      expect(td_last).toBeGreaterThan(0);
+      expect(b.params?.target_delay_ms).toBe(td1);
+      expect(b.last.td_ms).toBe(td1); // the plotted Td follows the controller's config
+      expect(a.last.td_ms).toBe(td0);
+      expect(await page.locator(".plot canvas").count()).toBe(5);
       expect(b.clock_rtt_ms).toBeLessThan(50);
 
       // A trace that is not bundled is refused with a reason.

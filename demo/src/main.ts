@@ -52,6 +52,8 @@ interface DemoState {
   media_s: number;
   clock_rtt_ms: number;
   filled: Partial<Record<SeriesName, number>>;
+  /** Latest non-null value of each series. */
+  last: Partial<Record<SeriesName, number>>;
   bins: number;
   params: { target_delay_ms: number; aggressiveness_mss: number; sensitivity_ms: number } | null;
 }
@@ -62,7 +64,7 @@ declare global {
   }
 }
 
-const state: DemoState = { ready: false, error: null, errors: [], epoch: 0, ticks: 0, media_s: 0, clock_rtt_ms: Number.NaN, filled: {}, bins: 0, params: null };
+const state: DemoState = { ready: false, error: null, errors: [], epoch: 0, ticks: 0, media_s: 0, clock_rtt_ms: Number.NaN, filled: {}, last: {}, bins: 0, params: null };
 window.__nuwa_demo = state;
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const statusEl = $("status");
@@ -203,7 +205,7 @@ async function main(): Promise<void> {
   const pWin = makePlot($("plot-win"), "Window and grant (KB)", [line("controller window", "#1f77b4"), line("last grant sent", "#ff7f0e", undefined, { dash: [4, 3] })], [{ label: "KB", scale: "y" }]);
   const pEst = makePlot($("plot-est"), "Estimates vs real capacity (Mbit/s)", [line("trace capacity", "#555", undefined, { fill: "rgba(0,0,0,0.06)" }), line("delivered (emulator)", "#bbb"), line("Nuwa", "#d62728", undefined, { width: 2 }), line("dash.js own", "#9467bd")], [{ label: "Mbit/s", scale: "y" }]);
   const pBuf = makePlot($("plot-buf"), "Buffer (s) and bitrate (Mbit/s)", [line("buffer", "#17becf", "s"), line("bitrate", "#e377c2", "mbps", { paths: uPlot.paths.stepped?.({ align: 1 }) })], [{ label: "s", scale: "s" }, { label: "Mbit/s", scale: "mbps", side: 1, grid: { show: false } }], { s: { auto: true }, mbps: { auto: true } });
-  const pPar = makePlot($("plot-params"), "Parameters over time: k (MSS/RTT), ρ (ms)", [line("k", "#8c564b", "k"), line("ρ", "#7f7f7f", "rho", { dash: [4, 3] })], [{ label: "k", scale: "k" }, { label: "ρ ms", scale: "rho", side: 1, grid: { show: false } }], { k: { auto: true }, rho: { auto: true } }, 478);
+  const pPar = makePlot($("plot-params"), "Parameters over time: k (MSS/RTT), ρ (ms)", [line("k", "#8c564b", "k"), line("ρ", "#7f7f7f", "rho", { dash: [4, 3] })], [{ label: "k", scale: "k" }, { label: "ρ ms", scale: "rho", side: 1, grid: { show: false } }], { k: { range: (_u, _min, max) => [0, Math.max(1, max * 1.25)] }, rho: { range: (_u, _min, max) => [0, Math.max(1, max * 2)] } }, 478);
   const plots: [uPlot, SeriesName[]][] = [
     [pQd, ["qd_page_ms", "qd_emu_ms", "td_ms"]],
     [pWin, ["window_kb", "grant_kb"]],
@@ -261,7 +263,18 @@ async function main(): Promise<void> {
   const draw = () => {
     for (const [p, names] of plots) p.setData([store.x, ...names.map((n) => store.y[n])] as unknown as uPlot.AlignedData);
     state.bins = store.x.length;
-    for (const [, names] of plots) for (const n of names) state.filled[n] = store.filled(n);
+    for (const [, names] of plots)
+      for (const n of names) {
+        state.filled[n] = store.filled(n);
+        const ys = store.y[n];
+        for (let j = ys.length - 1; j >= 0; j--) {
+          const v = ys[j];
+          if (v !== null && v !== undefined) {
+            state.last[n] = v;
+            break;
+          }
+        }
+      }
   };
   setInterval(sample, cfg.bin_ms);
   setInterval(() => void pullLink(), 1000);
