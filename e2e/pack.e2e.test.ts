@@ -53,6 +53,7 @@ describe("published tarballs", () => {
     const pkg_dir = join(REPO_ROOT, key === "cc" ? "packages/cc" : "packages/player");
     const stray = files.filter((f) => !(f === "package.json" || f.startsWith("dist/") || f.startsWith("src/") || /^(README|LICENSE)/i.test(f)));
     expect(stray).toEqual([]);
+    expect(files).toContain("README.md");
     expect(files.filter((f) => /\.test\.|\.spec\.|__tests__|fixtures/.test(f))).toEqual([]);
     // dist mirrors src exactly: every source module has its .js and .d.ts, and nothing else is built.
     const src_modules = files.filter((f) => f.startsWith("src/") && f.endsWith(".ts")).map((f) => f.slice(4, -3));
