@@ -13,13 +13,12 @@ paper leaves open, each stated here and written into the model's metadata:
   carries the unknown clock offset in a browser;
 - normalisation (FEATURES below): log2 scales for throughput and window
   (they span 0.3-1000 Mbit/s), linear for buffer, delay and k;
-- reward units: b in Mbit/s, tau_r in units of DELAY_UNIT_MS = 20 ms (the
-  controller's target delay Td; mean true queuing delay of the interval),
+- reward units: b in Mbit/s, tau_r in units of DELAY_UNIT_MS = 25 ms (the
+  environment's target delay Td; mean true queuing delay of the interval),
   tau_l in percent (drop-tail drops / packets sent). With tau_r in ms the
-  delay term dominates and k = 1 is best on every trace (a sweep over the
-  repo's traces, fixed k in {1,2,3,5,7,9}); in units of Td the best fixed k
-  differs per trace (1 on 3G, 1-9 on 4G, 5 on 5G low-band), which is the
-  situation the paper's agent is for.
+  delay term dominates Eq. 13 and k = 1 wins on every trace by a wide margin;
+  in units of Td the three terms are of one size on our traces (a fixed-k
+  sweep: best k is 1 on most traces, 3 on T-Mobile UMTS, 5 on T-Mobile LTE).
 """
 
 from __future__ import annotations
@@ -44,8 +43,8 @@ W_THROUGHPUT = 0.4
 W_DELAY = 0.4
 W_LOSS = 0.2
 ALPHA = 0.6
-#: Unit of tau_r in Eq. 13, ms (the controller's default target delay Td).
-DELAY_UNIT_MS = 20.0
+#: Unit of tau_r in Eq. 13, ms (the environment's target delay Td, sim.ENV_CC_CONFIG).
+DELAY_UNIT_MS = 25.0
 
 #: Observation features per interval, in order, with their normalisation.
 FEATURES: tuple[dict[str, str], ...] = (

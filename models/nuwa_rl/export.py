@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from . import agent
+from .sim import ENV_CC_CONFIG
 
 MODEL_VERSION = 1
 
@@ -125,7 +126,8 @@ def metadata(path: Path, hidden: int, traces: list[str], train_info: dict[str, A
         "action_rule": "k <- clamp(k * actions[argmax(logits)], k_min, k_max)  (Eq. 11)",
         "k_min_mss": agent.K_MIN_MSS, "k_max_mss": agent.K_MAX_MSS, "k_initial_mss": agent.K_INITIAL_MSS,
         "interval_ms": agent.INTERVAL_MS,
-        "controller": {"step": "additive", "note": "k acts in the additive rule (nuwa-icpads Eq. 3/6)"},
+        "controller": {**ENV_CC_CONFIG, "note": "run @nuwa/cc with these settings; k acts in the additive rule "
+                       "(nuwa-icpads Eq. 3/6)"},
         "reward": {"weights": {"throughput": agent.W_THROUGHPUT, "delay": agent.W_DELAY, "loss": agent.W_LOSS},
                    "alpha": agent.ALPHA, "units": {"throughput": "Mbit/s", "delay": f"{agent.DELAY_UNIT_MS:g} ms",
                                                    "loss": "percent"}},

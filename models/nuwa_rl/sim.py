@@ -15,8 +15,11 @@ TSX = REPO_ROOT / "node_modules" / ".bin" / "tsx"
 STEPPER = REPO_ROOT / "e2e" / "src" / "rl-stepper.ts"
 
 #: The controller settings of the RL environment: the paper's additive rule
-#: (Eq. 3/6, where k acts); everything else at @nuwa/cc's defaults.
-ENV_CC_CONFIG: dict[str, Any] = {"step": "additive"}
+#: (Eq. 3/6, where k acts), Td and rho pinned (the defaults of @nuwa/cc when the
+#: model was trained) so that retuning the defaults does not silently change the
+#: environment; everything else at @nuwa/cc's defaults. The player must run the
+#: controller with these settings for the model to see what it was trained on.
+ENV_CC_CONFIG: dict[str, Any] = {"step": "additive", "target_delay_ms": 25, "sensitivity_ms": 15}
 
 
 class StepperError(RuntimeError):

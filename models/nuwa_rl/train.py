@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,13 @@ HYPERPARAMS: dict[str, Any] = {
 }
 POLICY_KWARGS: dict[str, Any] = {"lstm_hidden_size": 64, "n_lstm_layers": 1, "enable_critic_lstm": False,
                                  "net_arch": {"pi": [64], "vf": [64]}}
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
 
 
 def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[str, Any]]:
@@ -61,7 +69,8 @@ def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[
     info = {"timesteps": timesteps, "seed": seed, "n_envs": n_envs, "wall_s": round(wall_s, 1),
             "steps_per_s": round(timesteps / wall_s, 1), "hyperparams": HYPERPARAMS,
             "policy_kwargs": POLICY_KWARGS, "torch": torch.__version__, "machine": platform.machine(),
-            "episodes": len(curve)}
+            "episodes": len(curve), "git_commit": _git("rev-parse", "HEAD"),
+            "cc_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "packages/cc/src"))}
     print(f"trained {timesteps} steps in {wall_s:.0f} s ({timesteps / wall_s:.0f} steps/s)", flush=True)
     return model, info
 
