@@ -143,7 +143,7 @@ describe("createNuwaPlayer events", () => {
 
   it("lists every event type once", () => {
     expect(new Set(NUWA_PLAYER_EVENT_TYPES).size).toBe(NUWA_PLAYER_EVENT_TYPES.length);
-    expect([...NUWA_PLAYER_EVENT_TYPES].sort()).toEqual(["abr", "bitrate", "buffer", "error", "estimate", "grant", "qd", "stall", "startup"]);
+    expect([...NUWA_PLAYER_EVENT_TYPES].sort()).toEqual(["abr", "bitrate", "buffer", "error", "estimate", "grant", "qd", "session", "stall", "startup"]);
   });
 
   it("turns dash.js events into startup, stall, bitrate, buffer and error events", () => {
@@ -211,10 +211,13 @@ describe("createNuwaPlayer events", () => {
     const grants: NuwaPlayerEvents["grant"][] = [];
     const qds: NuwaPlayerEvents["qd"][] = [];
     const estimates: NuwaPlayerEvents["estimate"][] = [];
+    const sessions: NuwaPlayerEvents["session"][] = [];
+    p.on("session", (e) => sessions.push(e));
     p.on("grant", (e) => grants.push(e));
     p.on("qd", (e) => qds.push(e));
     const offEstimate = p.on("estimate", (e) => estimates.push(e));
     const s = await p.session;
+    expect(sessions).toEqual([{ t_us: expect.any(Number), state: "open", sessions: 1 }]);
     const res = await s.request({ op: "get", path: "/x" });
     expect(res.head.status).toBe(200);
     await sleep(60);
@@ -278,5 +281,7 @@ describe("createNuwaPlayer events", () => {
     });
     expect(telemetryToPlayerEvent({ type: "rtt", t_us: 1, rtt_us: 5_000 }, 20)).toBeNull();
     expect(telemetryToPlayerEvent({ type: "error", t_us: 1, message: "x" }, 20)).toEqual({ type: "error", event: { t_us: 1, source: "session", message: "x" } });
+    expect(telemetryToPlayerEvent({ type: "session_closed", t_us: 2, reason: "stalled", failed_requests: 3 }, 20)).toEqual({ type: "session", event: { t_us: 2, state: "closed", reason: "stalled", failed_requests: 3 } });
+    expect(telemetryToPlayerEvent({ type: "reconnect", t_us: 3, attempt: 2, delay_ms: 400, reason: "stalled" }, 20)).toEqual({ type: "session", event: { t_us: 3, state: "reconnecting", attempt: 2, delay_ms: 400, reason: "stalled" } });
   });
 });

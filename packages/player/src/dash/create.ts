@@ -50,6 +50,11 @@ export interface NuwaPlayerEvents {
   startup: { t_us: number; startup_ms: number };
   /** A decision of Nuwa's ABR rule (abr: "nuwa"). */
   abr: { t_us: number; decision: AbrDecision };
+  /** The session's life: opened (`sessions` counts 1 + reconnects), closed (with why and how many open requests failed), reconnecting after a backoff. */
+  session:
+    | { t_us: number; state: "open"; sessions: number }
+    | { t_us: number; state: "closed"; reason: string; failed_requests: number }
+    | { t_us: number; state: "reconnecting"; attempt: number; delay_ms: number; reason: string };
   /** The session failed to open or reported an error, or dash.js raised ERROR. */
   error: { t_us: number; source: "session" | "dashjs"; message: string };
 }
@@ -57,7 +62,7 @@ export interface NuwaPlayerEvents {
 export type NuwaPlayerEventType = keyof NuwaPlayerEvents;
 
 /** Every event type, in documentation order. */
-export const NUWA_PLAYER_EVENT_TYPES: readonly NuwaPlayerEventType[] = ["grant", "qd", "estimate", "bitrate", "buffer", "stall", "startup", "abr", "error"];
+export const NUWA_PLAYER_EVENT_TYPES: readonly NuwaPlayerEventType[] = ["grant", "qd", "estimate", "bitrate", "buffer", "stall", "startup", "abr", "session", "error"];
 
 /** The least of the dashjs module that the signature asks for; `import * as dashjs from "dashjs"` fits as is. */
 export interface DashjsModuleLike {
@@ -168,6 +173,12 @@ export function telemetryToPlayerEvent(
       return { type: "abr", event: { t_us: e.t_us, decision: e.decision } };
     case "error":
       return { type: "error", event: { t_us: e.t_us, source: "session", message: e.message } };
+    case "session_open":
+      return { type: "session", event: { t_us: e.t_us, state: "open", sessions: e.sessions } };
+    case "session_closed":
+      return { type: "session", event: { t_us: e.t_us, state: "closed", reason: e.reason, failed_requests: e.failed_requests } };
+    case "reconnect":
+      return { type: "session", event: { t_us: e.t_us, state: "reconnecting", attempt: e.attempt, delay_ms: e.delay_ms, reason: e.reason } };
     default:
       return null; // rtt: folded into the estimate
   }
@@ -212,12 +223,11 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
 
   const now_us = () => performance.now() * 1000;
   const emitter = new TypedEmitter<NuwaPlayerEvents>([...NUWA_PLAYER_EVENT_TYPES]);
-  let first: NuwaSession | null = null;
   let destroyed = false;
   let session_error_reported = false;
   let dashjs_bps = Number.NaN;
 
-  const nuwa: NuwaAttachment & { current?: () => NuwaSession | null } = attachNuwa(player, dj, {
+  const nuwa = attachNuwa(player, dj, {
     ...options,
     onTelemetry: (e) => {
       options.onTelemetry?.(e);
@@ -230,13 +240,9 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
       dashjs_bps = kbps * 1000;
     },
   });
-  /** The session open now: an attachment that reconnects says which; otherwise the first one. */
-  const live = (): NuwaSession | null => (typeof nuwa.current === "function" ? nuwa.current() : first);
-  const session = nuwa.session.then((s) => {
-    first = s;
-    if (destroyed) s.close();
-    return s;
-  });
+  /** The session open now (a new one after each reconnect), or null. */
+  const live = (): NuwaSession | null => nuwa.current();
+  const session = nuwa.session;
   session.catch((err: unknown) => {
     // Reported once: the session's own telemetry may already have said why.
     if (!destroyed && !session_error_reported) emitter.emit("error", { t_us: now_us(), source: "session", message: `session did not open: ${String(err)}` });
