@@ -1,5 +1,16 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
+const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
 export default defineConfig({
+  // Workspace packages resolve to their sources, so unit tests need no prior build (a fresh clone has no dist/).
+  resolve: {
+    alias: [
+      { find: /^@nuwa\/cc$/, replacement: src("./packages/cc/src/index.ts") },
+      { find: /^@nuwa\/cc\/sim$/, replacement: src("./packages/cc/src/sim/index.ts") },
+      { find: /^@nuwa\/player$/, replacement: src("./packages/player/src/index.ts") },
+    ],
+  },
   test: { include: ["packages/*/src/**/*.test.ts", "demo/src/**/*.test.ts"], testTimeout: 30_000 },
 });
