@@ -117,6 +117,7 @@ interface RuntimePlayer extends DashPlayerLike {
   off(type: string, listener: (e: never) => void): void;
   initialize(view: unknown, source: string, autoPlay: boolean, startTime?: number): void;
   reset(): void;
+  isReady?(): boolean;
 }
 
 const PLAYER_METHODS = ["on", "off", "initialize", "reset", "extend", "addABRCustomRule", "updateSettings", "getDashMetrics"] as const;
@@ -337,8 +338,12 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
       if (timer !== null) clearInterval(timer);
       for (const [type, l] of listeners) player.off(type, l);
       emitter.clear();
+      const was_ready = typeof player.isReady !== "function" || player.isReady();
       try {
         player.reset();
+      } catch (err) {
+        // dash.js throws "MediaPlayer not initialized!" when initialize never completed (no MediaSource): nothing to reset.
+        if (was_ready) throw err;
       } finally {
         nuwa.close();
       }
