@@ -14,7 +14,8 @@ import { serveStatic } from "./static.js";
 
 const execFileP = promisify(execFile);
 
-export type BulkScheme = "nuwa" | "cubic" | "reno";
+/** `oracle`: the causal capacity oracle sets the window (issue 5); the page runs the controller and reports bytes received, its window is ignored. */
+export type BulkScheme = "nuwa" | "cubic" | "reno" | "oracle";
 
 export interface BulkOptions {
   trace: string;
@@ -70,7 +71,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
     const params = new URLSearchParams({
       url: `https://127.0.0.1:${emu.ready.listen_port}/nuwa`,
       hash: String(server.ready.cert_sha256_hex),
-      mode: o.scheme === "nuwa" ? "control" : "observe",
+      mode: o.scheme === "nuwa" || o.scheme === "oracle" ? "control" : "observe",
       duration_s: String(o.duration_s),
       cc: JSON.stringify(o.cc ?? {}),
     });

@@ -19,8 +19,8 @@ const { values } = parseArgs({
   },
 });
 const scheme = values.scheme as BulkScheme;
-if (!["nuwa", "cubic", "reno"].includes(scheme)) {
-  console.error(`--scheme must be nuwa, cubic or reno (got ${scheme})`);
+if (!["nuwa", "cubic", "reno", "oracle"].includes(scheme)) {
+  console.error(`--scheme must be nuwa, cubic, reno or oracle (got ${scheme})`);
   process.exit(2);
 }
 const duration_s = Number(values.duration);

@@ -65,8 +65,8 @@ export function startWithReady(cmd: string, args: string[], stderr_path: string,
 }
 
 export interface LinkSetup {
-  /** Server congestion control mode. */
-  cc: "nuwa" | "cubic" | "reno";
+  /** Server congestion control mode (`oracle`: window from the emulator's capacity reports, issue 5). */
+  cc: "nuwa" | "cubic" | "reno" | "oracle";
   content_root: string;
   /** Absolute trace path. */
   trace: string;
@@ -91,10 +91,11 @@ export async function startLink(l: LinkSetup): Promise<Link> {
     `${l.out}/server.stderr`,
   );
   let emulator: Started;
+  const oracle = server.ready.oracle_port ? ["--oracle-to", `127.0.0.1:${server.ready.oracle_port}`] : [];
   try {
     emulator = await startWithReady(
       PYTHON,
-      ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", l.trace, "--delay-ms", String(l.delay_ms), "--uplink-delay-ms", String(l.delay_ms), "--queue-packets", String(l.queue_packets), "--log", `${l.out}/emulator.log`, "--summary-json", `${l.out}/emulator-summary.json`],
+      ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", l.trace, "--delay-ms", String(l.delay_ms), "--uplink-delay-ms", String(l.delay_ms), "--queue-packets", String(l.queue_packets), "--log", `${l.out}/emulator.log`, "--summary-json", `${l.out}/emulator-summary.json`, ...oracle],
       `${l.out}/emulator.stderr`,
     );
   } catch (e) {

@@ -1,0 +1,184 @@
+/**
+ * `./nuwa bench [--quick | --full | --sweep] [options]`: the benchmark matrix of issue 5.
+ *
+ *   --quick   one 4G trace (T-Mobile LTE short), nuwa and cubic, 30 s bulk, deep
+ *             queue; exits 1 if nuwa's p95 queuing delay is not below cubic's in
+ *             the same invocation, 3 if a run was invalid or failed.
+ *   --full    every 3G/4G/low-band 5G trace in traces/ end to end: bulk (nuwa, cubic,
+ *             reno, oracle) × deep/shallow queue, video (nuwa, dashjs,
+ *             dashjs_nuwa_estimate, observe) on the deep queue, the 120 s
+ *             constant-10 Mbit/s no-ratchet run, the simulator on every trace
+ *             (mmWave included) and the parameter sweeps; writes
+ *             docs/BENCHMARKS.md (+ docs/bench/*.png) with the command and date.
+ *   --sweep   simulator only: the simulated matrix and the sweeps (no browser).
+ *   (none)    a custom matrix from the options below (defaults as --full, no docs).
+ *
+ * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle
+ *   --video-schemes nuwa,dashjs,dashjs_nuwa_estimate,observe|none --queues 1000,50
+ *   --video-queues 1000 --seeds N --duration S --video-duration S --out DIR
+ *   --cc JSON --no-ratchet --no-sim --no-sweep --fresh (do not resume)
+ *   --report-only (rebuild the report from DIR) --sim-duration S
+ * Heavy: run it as `flock /tmp/nuwa-heavy.lock ./nuwa bench ...` on a shared machine.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  type BenchOptions,
+  BULK_SCHEMES,
+  clearBench,
+  effectiveConfig,
+  listTraces,
+  type RunRecord,
+  runMatrix,
+  runSimMatrix,
+  runSweeps,
+  type SimRecord,
+  type SweepPoint,
+  type TraceInfo,
+  VIDEO_SCHEMES,
+} from "./bench.js";
+import { PYTHON, REPO_ROOT } from "./procs.js";
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    full: { type: "boolean", default: false },
+    sweep: { type: "boolean", default: false },
+    traces: { type: "string" },
+    schemes: { type: "string" },
+    "video-schemes": { type: "string" },
+    queues: { type: "string" },
+    "video-queues": { type: "string" },
+    seeds: { type: "string", default: "1" },
+    duration: { type: "string" },
+    "video-duration": { type: "string", default: "60" },
+    "sim-duration": { type: "string", default: "60" },
+    out: { type: "string" },
+    cc: { type: "string", default: "{}" },
+    "no-ratchet": { type: "boolean", default: false },
+    "no-sim": { type: "boolean", default: false },
+    "no-sweep": { type: "boolean", default: false },
+    fresh: { type: "boolean", default: false },
+    "report-only": { type: "boolean", default: false },
+  },
+});
+
+function fail(msg: string): never {
+  console.error(`bench: ${msg}`);
+  process.exit(2);
+}
+const modes = [values.quick, values.full, values.sweep].filter(Boolean).length;
+if (modes > 1) fail("choose at most one of --quick, --full, --sweep");
+const list = (s: string | undefined, allowed: readonly string[], what: string): string[] | undefined => {
+  if (s === undefined) return undefined;
+  if (s === "none") return [];
+  const xs = s.split(",").filter(Boolean);
+  for (const x of xs) if (!allowed.includes(x)) fail(`unknown ${what} '${x}' (allowed: ${allowed.join(", ")})`);
+  return xs;
+};
+const ints = (s: string | undefined, what: string, lo: number, hi: number): number[] | undefined => {
+  if (s === undefined) return undefined;
+  const xs = s.split(",").map(Number);
+  for (const x of xs) if (!(Number.isInteger(x) && x >= lo && x <= hi)) fail(`${what} must be integers in ${lo}..${hi} (got ${s})`);
+  return xs;
+};
+let cc: Record<string, unknown>;
+try {
+  cc = JSON.parse(values.cc!) as Record<string, unknown>;
+  effectiveConfig(cc); // shape only; the controller validates ranges at construction
+} catch (e) {
+  fail(`--cc is not JSON: ${String(e)}`);
+}
+
+const all = listTraces();
+let traces: TraceInfo[] = all.e2e;
+let simTraces: TraceInfo[] = [...all.e2e, ...all.sim_only];
+if (values.traces) {
+  const pats = values.traces.split(",");
+  const pick = (t: TraceInfo) => pats.some((p) => t.path.includes(p));
+  traces = traces.filter(pick);
+  simTraces = simTraces.filter(pick);
+  if (traces.length + simTraces.length === 0) fail(`no trace matches --traces ${values.traces}`);
+}
+if (values.quick) traces = all.e2e.filter((t) => t.path.endsWith("4G/mahimahi-tmobile-lte-short.mahi"));
+
+const quick = values.quick!;
+const sweepOnly = values.sweep!;
+const seeds = ints(values.seeds, "--seeds", 1, 20)![0]!;
+const bulkDuration = Number(values.duration ?? (quick ? 30 : 60));
+if (!(bulkDuration >= 10 && bulkDuration <= 600)) fail(`--duration must be 10..600 s (got ${values.duration})`);
+const videoDuration = Number(values["video-duration"]);
+if (!(videoDuration >= 10 && videoDuration <= 110)) fail(`--video-duration must be 10..110 s (the content is 120 s; got ${values["video-duration"]})`);
+const simDuration = Number(values["sim-duration"]);
+if (!(simDuration >= 5 && simDuration <= 600)) fail(`--sim-duration must be 5..600 s (got ${values["sim-duration"]})`);
+const mode = quick ? "quick" : values.full ? "full" : sweepOnly ? "sweep" : "custom";
+const out_dir = resolve(values.out ?? `out/bench/${mode}`);
+
+const opts: BenchOptions = {
+  out_dir,
+  traces: sweepOnly ? [] : traces,
+  bulk_schemes: list(values.schemes, BULK_SCHEMES, "scheme") ?? (quick ? ["nuwa", "cubic"] : BULK_SCHEMES),
+  video_schemes: list(values["video-schemes"], VIDEO_SCHEMES, "video scheme") ?? (quick ? [] : VIDEO_SCHEMES),
+  queues: ints(values.queues, "--queues", 2, 100_000) ?? (quick ? [1000] : [1000, 50]),
+  video_queues: ints(values["video-queues"], "--video-queues", 2, 100_000) ?? [1000],
+  seeds,
+  bulk_duration_s: bulkDuration,
+  video_duration_s: videoDuration,
+  ratchet: !quick && !sweepOnly && !values["no-ratchet"],
+  ratchet_duration_s: 120,
+  cc,
+  delay_ms: 25,
+  resume: !values.fresh && !quick,
+};
+const doSim = !quick && !values["no-sim"];
+const doSweep = !quick && !values["no-sweep"];
+const command = `./nuwa bench ${process.argv.slice(2).join(" ")}`.trim();
+
+const log = (s: string) => console.error(`[bench] ${s}`);
+if (!values["report-only"]) {
+  if (quick || values.fresh) clearBench(out_dir);
+  mkdirSync(out_dir, { recursive: true });
+  if (all.missing.length) log(`traces listed in traces/index.json but not found (skipped): ${all.missing.join(", ")}`);
+  const started = new Date();
+  const runs: RunRecord[] = sweepOnly ? [] : await runMatrix({ ...opts, log });
+  const sim: SimRecord[] = doSim || sweepOnly ? runSimMatrix(simTraces, opts.queues, simDuration, cc, log) : [];
+  const sweeps: SweepPoint[] = doSweep || sweepOnly ? runSweeps(simTraces, 1000, simDuration, cc, log) : [];
+  const index = {
+    command,
+    mode,
+    started_utc: started.toISOString(),
+    ended_utc: new Date().toISOString(),
+    host: { cpus: (await import("node:os")).cpus().length },
+    options: { ...opts, traces: opts.traces.map((t) => t.path), log: undefined },
+    config: effectiveConfig(cc),
+    missing_traces: all.missing,
+    runs: runs.map((r) => r.id),
+    sim,
+    sweeps,
+  };
+  writeFileSync(`${out_dir}/bench-index.json`, JSON.stringify(index, null, 1));
+} else if (!existsSync(`${out_dir}/bench-index.json`)) fail(`--report-only: no ${out_dir}/bench-index.json`);
+
+const reportArgs = ["-m", "nuwa_server.bench_report", "--bench-dir", out_dir];
+if (values.full) reportArgs.push("--docs-md", `${REPO_ROOT}docs/BENCHMARKS.md`, "--docs-assets", `${REPO_ROOT}docs/bench`);
+execFileSync(PYTHON, reportArgs, { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
+log(`report: ${out_dir}/report.md${values.full ? " and docs/BENCHMARKS.md" : ""}`);
+
+if (quick) {
+  // CI check (issue 5): nuwa's p95 queuing delay below cubic's, same invocation.
+  const idx = JSON.parse(readFileSync(`${out_dir}/bench-index.json`, "utf8")) as { runs: string[] };
+  const recs = idx.runs.map((id) => JSON.parse(readFileSync(`${out_dir}/runs/${id}/bench.json`, "utf8")) as RunRecord);
+  const get = (s: string) => recs.find((r) => r.scheme === s && r.kind === "bulk");
+  const n = get("nuwa");
+  const c = get("cubic");
+  if (!n || !c || !n.valid || !c.valid) {
+    log(`quick check not possible: ${[n, c].map((r) => (r ? `${r.scheme} ${r.valid ? "valid" : `invalid (${r.invalid_reasons.join("; ")})`}` : "missing")).join(", ")}`);
+    process.exit(3);
+  }
+  const p95 = (r: RunRecord) => (r.metrics as { queuing_delay_ms: { p95: number } }).queuing_delay_ms.p95;
+  const ok = p95(n) < p95(c);
+  log(`quick check: nuwa p95 ${p95(n).toFixed(1)} ms ${ok ? "<" : "≥"} cubic p95 ${p95(c).toFixed(1)} ms: ${ok ? "PASS" : "FAIL"}`);
+  process.exit(ok ? 0 : 1);
+}
