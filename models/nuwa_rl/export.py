@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from . import agent
+from .parity import check_onnxruntime  # noqa: F401  (re-exported for train.py)
 from .sim import ENV_CC_CONFIG
 
 MODEL_VERSION = 1
@@ -83,27 +84,6 @@ def make_fixtures(model: Any, observations: np.ndarray, episode_starts: np.ndarr
         raise RuntimeError(f"ActorStep disagrees with sb3's policy: {actions} vs {sb3_actions}")
     return {"obs": observations.astype(float).tolist(), "episode_start": episode_starts.astype(float).tolist(),
             "logits": logits_all, "actions": actions, "tolerance_logits": 1e-4}
-
-
-def check_onnxruntime(path: Path, fixtures: dict[str, Any]) -> float:
-    """Replay the fixtures through onnxruntime (Python); returns the max |logit difference|.
-
-    :raises AssertionError: if an action differs or a logit differs by more than the tolerance.
-    """
-    import onnxruntime as ort
-
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    hidden = sess.get_inputs()[1].shape[2]
-    h = np.zeros((1, 1, hidden), np.float32)
-    c = np.zeros((1, 1, hidden), np.float32)
-    worst = 0.0
-    for i, (obs, start) in enumerate(zip(fixtures["obs"], fixtures["episode_start"], strict=True)):
-        logits, h, c = sess.run(None, {"obs": np.array([obs], np.float32), "h": h, "c": c,
-                                       "episode_start": np.array([start], np.float32)})
-        worst = max(worst, float(np.max(np.abs(logits[0] - np.array(fixtures["logits"][i])))))
-        assert int(np.argmax(logits[0])) == fixtures["actions"][i], f"action differs at step {i}"
-    assert worst <= fixtures["tolerance_logits"], f"logits differ by {worst}"
-    return worst
 
 
 def metadata(path: Path, hidden: int, traces: list[str], train_info: dict[str, Any]) -> dict[str, Any]:
