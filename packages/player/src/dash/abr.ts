@@ -19,7 +19,7 @@ export interface EstimateSource {
 /** Safety factor applied to the estimate, from buffer level (s) and the estimate's basis. */
 export function abrSafetyFactor(buffer_s: number, basis: string): number {
   const uncertainty = basis === "busy_period" || basis === "delivery_rate" ? 0.1 : 0.25; // an app-limited figure is less certain
-  const buffer_term = buffer_s < 4 ? 0.7 : buffer_s < 10 ? 0.85 : 1.0; // low buffer: play safe (BOLA's intuition, simplified)
+  const buffer_term = buffer_s < 4 ? 0.6 : buffer_s < 8 ? 0.8 : 1.0; // low buffer: play safe (BOLA's intuition, simplified)
   return (1 - uncertainty) * buffer_term;
 }
 
@@ -104,15 +104,18 @@ export interface AbrDecision {
 
 /** Buffer levels (s) that shape the rule's switching. */
 export const ABR_BUFFER_S = {
+  /** Below this, no up-switch (the buffer is built first). */
+  no_up: 4,
   /** Below this, go up at most one rung per segment. */
-  cautious_up: 6,
+  cautious_up: 8,
   /** At or above this, hold the current bitrate while the raw estimate still carries it. */
-  hold_down: 10,
+  hold_down: 4,
 } as const;
 
 /**
  * Nuwa's bitrate choice for the next segment (pure; unit-tested).
- * The budget is the estimate × abrSafetyFactor(buffer, basis). Up: to the highest
+ * The budget is the estimate × abrSafetyFactor(buffer, basis). Up: never while the
+ * buffer is below ABR_BUFFER_S.no_up (after the first segment); then to the highest
  * rung within the budget, one rung at a time while the buffer is below
  * ABR_BUFFER_S.cautious_up. Down: to the highest rung within the budget, unless
  * the buffer is at least ABR_BUFFER_S.hold_down and the raw estimate still covers
@@ -134,6 +137,7 @@ export function chooseBitrateKbps(ladder_kbps: readonly number[], current_kbps: 
   const cur_i = Math.max(0, ladder.findIndex((r) => r >= current_kbps));
   const cur = ladder[cur_i]!;
   if (target > cur) {
+    if (buffer_s < ABR_BUFFER_S.no_up) return { kbps: cur, budget_kbps, why: `stay: buffer ${buffer_s.toFixed(1)} s < ${ABR_BUFFER_S.no_up} s, build it first` };
     if (buffer_s < ABR_BUFFER_S.cautious_up) return { kbps: ladder[cur_i + 1]!, budget_kbps, why: `up one rung (buffer ${buffer_s.toFixed(1)} s < ${ABR_BUFFER_S.cautious_up} s)` };
     return { kbps: target, budget_kbps, why: "up to the highest rung within budget" };
   }
