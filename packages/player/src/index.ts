@@ -13,6 +13,7 @@ export {
   type NuwaPlayerOptions,
 } from "./dash/create.js";
 export { DEFAULT_LOADER_OPTIONS, failureStatus, type LoaderOptions, makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
+export { attachRlTuner, RL_CC, type RlTuning } from "./dash/rl.js";
 export { TypedEmitter, type Unsubscribe } from "./emitter.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
 export { backoffDelayMs, DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, resolveReconnectPolicy, SessionManager } from "./reconnect.js";
@@ -29,3 +30,16 @@ export {
   type SessionOptions,
   type TelemetryEvent,
 } from "./session.js";
+export {
+  checkMetadata,
+  type KTarget,
+  type OrtLike,
+  type RlModelMetadata,
+  RlTuner,
+  type RlTunerOptions,
+  TUNER_FEATURES,
+  type TunerEvent,
+  type TunerInput,
+  type TunerState,
+  tunerFeatures,
+} from "./tuner.js";

@@ -34,6 +34,8 @@ export interface RlModelMetadata {
   k_max_mss: number;
   k_initial_mss: number;
   interval_ms: number;
+  /** Controller settings the model was trained with (step, target_delay_ms, sensitivity_ms). */
+  controller?: { step?: string; target_delay_ms?: number; sensitivity_ms?: number };
 }
 
 /** What the receiver saw at the end of an interval. */
@@ -243,13 +245,16 @@ export class RlTuner {
     return k;
   }
 
-  /** Decide every interval_ms from `observe()`, off the frame path; an overrunning decision skips a tick. */
-  start(observe: () => TunerInput): void {
+  /**
+   * Decide every interval_ms from `observe()`, off the frame path; an overrunning
+   * decision skips a tick, and so does `observe()` returning null (no session).
+   */
+  start(observe: () => TunerInput | null): void {
     if (this.timer || this.state_ !== "running" || !this.meta) return;
     this.timer = setInterval(() => {
       if (this.busy || this.state_ !== "running") return;
       this.busy = true;
-      let input: TunerInput;
+      let input: TunerInput | null;
       try {
         input = observe();
       } catch (e) {
@@ -257,10 +262,31 @@ export class RlTuner {
         this.fallback(`observation failed: ${errText(e)}`);
         return;
       }
+      if (input === null) {
+        this.busy = false;
+        return;
+      }
       void this.decide(input).finally(() => {
         this.busy = false;
       });
     }, this.meta.interval_ms);
+  }
+
+  /** A new controller (a reconnect): clear the history and the LSTM state, k back to the model's initial k. */
+  newEpisode(): void {
+    if (this.state_ !== "running" || !this.meta) return;
+    this.rows.length = 0;
+    this.h.fill(0);
+    this.c.fill(0);
+    this.episode_start = 1;
+    this.last_cum_bytes = Number.NaN;
+    this.last_t_ms = Number.NaN;
+    this.apply(this.meta.k_initial_mss);
+  }
+
+  /** Stop tuning for good: k back to the fallback, with the reason in `error` and a `tuner_fallback` event. */
+  disable(reason: string): void {
+    if (this.state_ === "running") this.fallback(reason);
   }
 
   stop(): void {
