@@ -4,12 +4,13 @@
  * Checks that video time advances, that every plotted series gains data, that a Td
  * change through the controls reaches the controller, that a bad trace is refused, and
  * that a trace change restarts the link. Screenshot: out/demo-e2e/demo.png
- * (NUWA_REFRESH_DEMO_SCREENSHOT=1 also writes demo/screenshot.png).
+ * (NUWA_REFRESH_DEMO_SCREENSHOT=1 also writes demo/screenshot.png, quantized to 256 colours).
  */
-import { copyFileSync, mkdirSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./src/browser.js";
-import { REPO_ROOT, type Started, startWithReady } from "./src/procs.js";
+import { PYTHON, REPO_ROOT, type Started, startWithReady } from "./src/procs.js";
 
 const OUT = `${REPO_ROOT}out/demo-e2e`;
 type DemoState = { ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; last: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
@@ -49,7 +50,11 @@ describe("demo page", () => {
       await page.waitForTimeout(7_000);
       const b = await read();
       await page.screenshot({ path: `${OUT}/demo.png` });
-      if (process.env.NUWA_REFRESH_DEMO_SCREENSHOT === "1") copyFileSync(`${OUT}/demo.png`, `${REPO_ROOT}demo/screenshot.png`);
+      if (process.env.NUWA_REFRESH_DEMO_SCREENSHOT === "1") {
+        // 256 colours without dithering (Pillow, a matplotlib dependency): about 60 KB instead of about 280 KB.
+        const quantize = "import sys\nfrom PIL import Image\nImage.open(sys.argv[1]).convert('RGB').quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(sys.argv[2], optimize=True)";
+        execFileSync(PYTHON, ["-c", quantize, `${OUT}/demo.png`, `${REPO_ROOT}demo/screenshot.png`]);
+      }
 
       expect(b.errors, b.errors.join("\n")).toEqual([]);
       expect(page_errors).toEqual([]);
@@ -61,6 +66,14 @@ describe("demo page", () => {
       expect(a.last.td_ms).toBe(td0);
       expect(await page.locator(".plot canvas").count()).toBe(5);
       expect(b.clock_rtt_ms).toBeLessThan(50);
+
+      // An out-of-range Td is refused with the controller's reason and changes nothing.
+      await page.fill("#td", "-5");
+      await page.click("#apply");
+      const d = await read();
+      expect(d.errors).toHaveLength(1);
+      expect(d.errors[0]).toMatch(/parameters refused: .*target_delay_ms/);
+      expect(d.params?.target_delay_ms).toBe(td1);
 
       // A trace that is not bundled is refused with a reason.
       const bad = await page.evaluate(async () => {

@@ -1,6 +1,6 @@
 /**
  * The demo page: dash.js 5 plays the DASH ladder over a Nuwa session
- * (`attachNuwa`; `createNuwaPlayer` has not landed), with live uPlot plots on the
+ * (`createNuwaPlayer` from @nuwa/player), with live uPlot plots on the
  * emulator's clock: queuing delay (page's Eq. 1 Qd and the emulator's own) against
  * Td; window and last grant; Nuwa's and dash.js's estimates against the trace's
  * capacity; buffer and bitrate; k and ρ over time. Td, k and ρ apply at run time
@@ -8,7 +8,7 @@
  * and reloads the page. State for tests: `window.__nuwa_demo`.
  */
 import { DEFAULT_CONFIG } from "@nuwa/cc";
-import { attachNuwa, type NuwaAttachment } from "@nuwa/player";
+import { createNuwaPlayer } from "@nuwa/player";
 import * as dashjsModule from "dashjs";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -150,36 +150,51 @@ async function main(): Promise<void> {
   };
   for (let i = 0; i < 5; i++) await syncLink(0);
 
-  // Player.
-  const player = dashjs.MediaPlayer().create();
+  // Player: createNuwaPlayer (dash.js + attachNuwa + typed events).
   let grant_bytes = Number.NaN;
-  let dashjs_kbps = Number.NaN;
-  const nuwa: NuwaAttachment = attachNuwa(player as never, dashjs as never, {
+  let est_bps = Number.NaN;
+  let dashjs_bps = Number.NaN;
+  let buffer_s = Number.NaN;
+  let bitrate_bps = Number.NaN;
+  let stalls = 0;
+  const np = createNuwaPlayer(video, {
+    dashjs,
     url: cfg.session_url,
     serverCertificateHashHex: cfg.cert_sha256_hex,
+    mpd: cfg.mpd,
     cc: { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) },
     mode: "control",
     abr: "nuwa",
     estimate: "nuwa",
-    onTelemetry: (e) => {
-      if (e.type === "frame") store.addQd(store.binOf(clock.link_ms(e.t_us / 1000)), e.decision.raw_queuing_delay_ms);
-      else if (e.type === "grant") grant_bytes = e.window_bytes;
-      else if (e.type === "error") fail(`session: ${e.message}`);
-    },
-    onDashjsEstimate: (kbps) => {
-      dashjs_kbps = kbps;
-    },
+    estimate_interval_ms: cfg.bin_ms,
+    dashSettings: { debug: { logLevel: 1 }, streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } },
   });
-  player.updateSettings({ debug: { logLevel: 1 }, streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } });
-  player.on(dashjs.MediaPlayer.events.ERROR, (e: unknown) => fail(`dash.js error: ${JSON.stringify(e).slice(0, 300)}`));
-  player.on(dashjs.MediaPlayer.events.PLAYBACK_ENDED, () => player.seek(0));
-  const session = await nuwa.session;
-  player.initialize(video, `${new URL(cfg.session_url).origin}${cfg.mpd}`, true);
+  const binOfUs = (t_us: number) => store.binOf(clock.link_ms(t_us / 1000));
+  np.on("qd", (e) => store.addQd(binOfUs(e.t_us), e.raw_queuing_delay_ms));
+  np.on("grant", (e) => {
+    grant_bytes = e.window_bytes;
+  });
+  np.on("estimate", (e) => {
+    est_bps = e.bps;
+    dashjs_bps = e.dashjs_bps;
+  });
+  np.on("buffer", (e) => {
+    if (e.media_type === "video") buffer_s = e.level_s;
+  });
+  np.on("bitrate", (e) => {
+    if (e.media_type === "video") bitrate_bps = e.bitrate_bps;
+  });
+  np.on("stall", (e) => {
+    if (e.state === "start") stalls++;
+  });
+  np.on("error", (e) => fail(`${e.source}: ${e.message}`));
+  np.player.on(dashjs.MediaPlayer.events.PLAYBACK_ENDED, () => np.player.seek(0)); // loop the 120 s ladder
+  await np.session;
 
   $("apply").addEventListener("click", () => {
     const p = { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) };
     try {
-      nuwa.setParams(p); // throws RangeError on a value out of range (resolveConfig)
+      np.setParams(p); // throws RangeError on a value out of range (resolveConfig)
       q.set("td", td.value);
       q.set("k", kk.value);
       q.set("rho", rho.value);
@@ -193,7 +208,7 @@ async function main(): Promise<void> {
     statusEl.textContent = `restarting server and emulator on ${sel.value}…`;
     try {
       await getJson<DemoConfig>("/api/trace", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ path: sel.value }) });
-      nuwa.close();
+      np.destroy();
       location.reload();
     } catch (e) {
       fail(`trace change failed: ${(e as Error).message}`);
@@ -239,26 +254,24 @@ async function main(): Promise<void> {
     }
   };
   const sample = () => {
-    const now = performance.now();
-    const i = store.binOf(clock.link_ms(now));
-    const c = session.controller;
-    const est = c.estimate(now * 1000);
-    const rep = player.getCurrentRepresentationForType?.("video") as { bandwidth?: number } | null;
-    const buffer_s = player.getDashMetrics().getCurrentBufferLevel("video") || 0;
+    const c = np.nuwa.current()?.controller;
+    if (!c) return; // between sessions (reconnecting)
+    const i = store.binOf(clock.link_ms(performance.now()));
     store.set("td_ms", i, c.config.target_delay_ms);
     store.set("window_kb", i, c.windowBytes / 1000);
     store.set("grant_kb", i, grant_bytes / 1000);
-    store.set("nuwa_mbps", i, est.bps / 1e6);
-    store.set("dashjs_mbps", i, dashjs_kbps / 1000);
+    store.set("nuwa_mbps", i, est_bps / 1e6);
+    store.set("dashjs_mbps", i, dashjs_bps / 1e6);
     store.set("buffer_s", i, buffer_s);
-    store.set("bitrate_mbps", i, rep?.bandwidth ? rep.bandwidth / 1e6 : null);
+    store.set("bitrate_mbps", i, bitrate_bps / 1e6);
     store.set("k_mss", i, c.config.aggressiveness_mss);
     store.set("rho_ms", i, c.config.sensitivity_ms);
     state.ticks++;
     state.media_s = video.currentTime;
     state.params = { target_delay_ms: c.config.target_delay_ms, aggressiveness_mss: c.config.aggressiveness_mss, sensitivity_ms: c.config.sensitivity_ms };
+    const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "–");
     if (!state.error)
-      statusEl.textContent = `${cfg.trace.name}: video ${video.currentTime.toFixed(1)} s, buffer ${buffer_s.toFixed(1)} s, bitrate ${rep?.bandwidth ? (rep.bandwidth / 1e6).toFixed(2) : "–"} Mbit/s | Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, dash.js ${(dashjs_kbps / 1000).toFixed(2)} Mbit/s | window ${(c.windowBytes / 1000).toFixed(0)} KB, Td ${c.config.target_delay_ms} ms, k ${c.config.aggressiveness_mss}, ρ ${c.config.sensitivity_ms} ms | clock sync ±${(clock.rtt_ms / 2).toFixed(1)} ms`;
+      statusEl.textContent = `${cfg.trace.name}: video ${f(video.currentTime, 1)} s, buffer ${f(buffer_s, 1)} s, bitrate ${f(bitrate_bps / 1e6)} Mbit/s, ${stalls} stalls | Nuwa ${f(est_bps / 1e6)} Mbit/s, dash.js ${f(dashjs_bps / 1e6)} Mbit/s | window ${f(c.windowBytes / 1000, 0)} KB, Td ${c.config.target_delay_ms} ms, k ${c.config.aggressiveness_mss}, ρ ${c.config.sensitivity_ms} ms | clock sync ±${f(clock.rtt_ms / 2, 1)} ms`;
   };
   const draw = () => {
     for (const [p, names] of plots) p.setData([store.x, ...names.map((n) => store.y[n])] as unknown as uPlot.AlignedData);
