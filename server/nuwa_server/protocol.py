@@ -79,6 +79,7 @@ class ErrorKind(StrEnum):
     REQUEST_PATH = "request_path"
     REQUEST_RANGE = "request_range"
     REQUEST_SIZE = "request_size"
+    REQUEST_ID = "request_id"
     PAYLOAD_JSON = "payload_json"
 
 
@@ -391,6 +392,7 @@ class GetRequest:
 
     path: str
     byte_range: tuple[int, int] | None = None
+    request_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,9 +400,18 @@ class BulkRequest:
     """``{"v":1,"op":"bulk","size_bytes":N}``, 1 ≤ N ≤ 2^40 (PROTOCOL.md "Requests")."""
 
     size_bytes: int
+    request_id: int | None = None
 
 
-Request = GetRequest | BulkRequest
+@dataclass(frozen=True, slots=True)
+class CancelRequest:
+    """``{"v":1,"op":"cancel","id":N}``: stop answering the request that carried ``"id": N``
+    on this session (PROTOCOL.md "Cancelling a request")."""
+
+    request_id: int
+
+
+Request = GetRequest | BulkRequest | CancelRequest
 
 
 def _is_int(value: object) -> bool:
@@ -422,7 +433,7 @@ def parse_request(data: bytes | bytearray | memoryview) -> Request:
             ``request_utf8``, ``request_json``, ``request_not_object``,
             ``request_version`` (``v`` ≠ 1), ``request_op``, ``request_path``
             (missing, not a string, empty, too long), ``request_range``,
-            ``request_size``.
+            ``request_size``, ``request_id`` (an ``id`` that is not a u32, or a cancel without one).
     """
     if len(data) > MAX_REQUEST_BYTES:
         raise ProtocolError(
@@ -442,8 +453,13 @@ def parse_request(data: bytes | bytearray | memoryview) -> Request:
     if not _is_int(version) or version != PROTOCOL_VERSION:
         raise ProtocolError(ErrorKind.REQUEST_VERSION, f"v must be {PROTOCOL_VERSION}")
     op = obj.get("op")
+    if op == "cancel":
+        request_id = _parse_id(obj)
+        if request_id is None:
+            raise ProtocolError(ErrorKind.REQUEST_ID, "cancel needs an id")
+        return CancelRequest(request_id)
     if op == "get":
-        return GetRequest(_parse_path(obj.get("path")), _parse_range(obj))
+        return GetRequest(_parse_path(obj.get("path")), _parse_range(obj), _parse_id(obj))
     if op == "bulk":
         size = obj.get("size_bytes")
         if not isinstance(size, int) or isinstance(size, bool) or not (
@@ -452,8 +468,18 @@ def parse_request(data: bytes | bytearray | memoryview) -> Request:
             raise ProtocolError(
                 ErrorKind.REQUEST_SIZE, f"size_bytes must be an int in 1..{MAX_BULK_SIZE_BYTES}"
             )
-        return BulkRequest(size)
-    raise ProtocolError(ErrorKind.REQUEST_OP, 'op must be "get" or "bulk"')
+        return BulkRequest(size, _parse_id(obj))
+    raise ProtocolError(ErrorKind.REQUEST_OP, 'op must be "get", "bulk" or "cancel"')
+
+
+def _parse_id(obj: dict[str, Any]) -> int | None:
+    """The optional request ``id``: an integer in 0..2^32 − 1, or absent/null."""
+    if "id" not in obj or obj["id"] is None:
+        return None
+    value = obj["id"]
+    if not _is_int(value) or not 0 <= value < U32_MOD:
+        raise ProtocolError(ErrorKind.REQUEST_ID, f"id must be an integer in 0..{U32_MOD - 1}")
+    return int(value)
 
 
 def _parse_path(path: object) -> str:
@@ -483,11 +509,16 @@ def _parse_range(obj: dict[str, Any]) -> tuple[int, int] | None:
 def encode_request(request: Request) -> bytes:
     """Encode a request as compact UTF-8 JSON (the client's side; used by tests)."""
     obj: dict[str, Any]
+    if isinstance(request, CancelRequest):
+        return json.dumps({"v": PROTOCOL_VERSION, "op": "cancel", "id": request.request_id},
+                          separators=(",", ":")).encode()
     if isinstance(request, GetRequest):
         obj = {"v": PROTOCOL_VERSION, "op": "get", "path": request.path}
         if request.byte_range is not None:
             obj["range"] = list(request.byte_range)
     else:
         obj = {"v": PROTOCOL_VERSION, "op": "bulk", "size_bytes": request.size_bytes}
+    if request.request_id is not None:
+        obj["id"] = request.request_id
     return json.dumps(obj, separators=(",", ":")).encode()
 

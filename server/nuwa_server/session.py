@@ -66,6 +66,7 @@ from .protocol import (
     MAX_REQUEST_BYTES,
     U32_MOD,
     BulkRequest,
+    CancelRequest,
     ErrorKind,
     FrameType,
     GetRequest,
@@ -92,6 +93,12 @@ WT_SESSION_GONE = 0x170D7B68
 BULK_PATTERN_PERIOD = 251
 """Bulk payload byte at offset i is ``i % 251`` (a prime period, so misordered
 or shifted data is detectable)."""
+
+STATUS_CANCELLED = 499
+"""ERROR status of a response the client cancelled (nginx's "client closed request")."""
+
+EARLY_CANCELS_KEPT = 256
+"""Cancelled request ids remembered before their request arrives (bounded)."""
 
 CC_MODES = ("nuwa", "cubic", "reno", "oracle")
 
@@ -343,6 +350,7 @@ class ResponseStream:
     body: Body | None = None
     body_done_frame: bool = False
     peeked: tuple[FrameType, bytes, bool] | None = None
+    request_id: int | None = None
 
     def peek(self, payload_bytes: int) -> tuple[FrameType, bytes, bool] | None:
         """Next frame to write as (type, payload, fin); stays until :meth:`commit`."""
@@ -422,6 +430,11 @@ class NuwaSession:
         self.next_seq = 0
         self.requests = 0
         self.statuses: Counter[int] = Counter()
+        # Cancel (PROTOCOL.md "Cancelling a request"): live responses by request id,
+        # and ids cancelled before their request arrived (streams are not ordered).
+        self.by_request_id: dict[int, ResponseStream] = {}
+        self.early_cancels: deque[int] = deque(maxlen=EARLY_CANCELS_KEPT)
+        self.cancelled = 0
         self.departure = DepartureStats()
         self.rtt_min_us: int | None = None
         self.rtt_last_us: int | None = None
@@ -464,9 +477,20 @@ class NuwaSession:
         except ProtocolError as exc:
             self._respond_error(stream, exc.status, str(exc), kind=exc.kind.value)
             return
+        if isinstance(request, CancelRequest):
+            self._handle_cancel(stream, request.request_id)
+            return
+        if request.request_id is not None:
+            stream.request_id = request.request_id
+            if request.request_id in self.early_cancels:
+                self.early_cancels.remove(request.request_id)
+                self._respond_error(stream, STATUS_CANCELLED, "cancelled by the client",
+                                    kind="cancelled")
+                return
+            self.by_request_id[request.request_id] = stream
         if isinstance(request, BulkRequest):
             self.log.event("request", stream_id=stream.stream_id, op="bulk",
-                           size_bytes=request.size_bytes)
+                           size_bytes=request.size_bytes, id=request.request_id)
             stream.control.append((
                 FrameType.HEAD,
                 encode_head(200, request.size_bytes, request.size_bytes,
@@ -479,7 +503,7 @@ class NuwaSession:
 
     def _handle_get(self, stream: ResponseStream, request: GetRequest) -> None:
         self.log.event("request", stream_id=stream.stream_id, op="get", path=request.path,
-                       range=request.byte_range)
+                       range=request.byte_range, id=request.request_id)
         if self.content_root is None:
             self._respond_error(stream, 404, "no content root", kind="no_content_root")
             return
@@ -510,6 +534,31 @@ class NuwaSession:
         ))
         stream.body = body
         self._start(stream, status)
+
+    def _handle_cancel(self, stream: ResponseStream, request_id: int) -> None:
+        """``cancel``: end the response to ``request_id`` with ERROR 499 at the next frame.
+
+        The cancelled stream still ends with a frame and FIN, so the client reads
+        it to the end and every byte written is reported received (nothing is
+        stranded in the grant's outstanding count, PROTOCOL.md "Grants"). The
+        cancel stream itself is answered HEAD 200 (empty body), END.
+        """
+        target = self.by_request_id.pop(request_id, None)
+        cut = target is not None and not target.done
+        if target is not None and not target.done:
+            target.close_body()
+            target.control.clear()
+            target.peeked = None  # peeked but not written: dropped
+            target.control.append((FrameType.ERROR,
+                                   encode_error(STATUS_CANCELLED, "cancelled by the client")))
+            self.cancelled += 1
+        elif target is None:
+            self.early_cancels.append(request_id)
+        self.log.event("cancel", stream_id=stream.stream_id, request_id=request_id,
+                       target_stream_id=None if target is None else target.stream_id, cut=cut)
+        stream.control.append((FrameType.HEAD, encode_head(200, 0, 0, "application/json")))
+        stream.control.append((FrameType.END, b""))
+        self._start(stream, 200)
 
     def _respond_error(self, stream: ResponseStream, status: int, message: str, kind: str) -> None:
         self.log.event("error_response", stream_id=stream.stream_id, status=status, kind=kind,
@@ -547,6 +596,8 @@ class NuwaSession:
             pass
         self.streams.pop(stream.stream_id, None)
         self.finished_stream_ids.add(stream.stream_id)
+        if stream.request_id is not None and self.by_request_id.get(stream.request_id) is stream:
+            del self.by_request_id[stream.request_id]
 
     def on_stream_abort(self, stream_id: int, why: str) -> None:
         """The client reset or stopped ``stream_id``: stop serving it."""
@@ -556,6 +607,8 @@ class NuwaSession:
         self.finished_stream_ids.add(stream_id)
         stream.done = True
         stream.close_body()
+        if stream.request_id is not None and self.by_request_id.get(stream.request_id) is stream:
+            del self.by_request_id[stream.request_id]
         try:
             self.active.remove(stream)
         except ValueError:
@@ -585,6 +638,7 @@ class NuwaSession:
             "frames": g.frames_written,
             "bytes_sent": g.bytes_written,
             "requests": self.requests,
+            "cancelled": self.cancelled,
             "responses_by_status": {str(k): v for k, v in sorted(self.statuses.items())},
             "grants_accepted": g.grants_accepted,
             "grants_dropped": dict(g.grants_dropped),

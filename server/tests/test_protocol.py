@@ -276,3 +276,23 @@ def test_fuzz_decode_json_payload_500(data: bytes) -> None:
         assert exc.kind == ErrorKind.PAYLOAD_JSON
         return
     assert isinstance(obj["status"], int)
+
+
+def test_request_id_and_cancel() -> None:
+    """``id`` is an optional u32 on get/bulk; ``cancel`` needs one (PROTOCOL.md, "Cancelling")."""
+    from nuwa_server.protocol import BulkRequest, CancelRequest, GetRequest, encode_request
+
+    assert parse_request(b'{"v":1,"op":"get","path":"/a","id":0}') == GetRequest("/a", None, 0)
+    assert parse_request(b'{"v":1,"op":"bulk","size_bytes":3,"id":4294967295}') == BulkRequest(
+        3, 2**32 - 1)
+    assert parse_request(b'{"v":1,"op":"get","path":"/a"}') == GetRequest("/a", None, None)
+    assert parse_request(b'{"v":1,"op":"cancel","id":5}') == CancelRequest(5)
+    for req in (CancelRequest(5), GetRequest("/a", (1, 2), 3), BulkRequest(9, None)):
+        assert parse_request(encode_request(req)) == req
+    for bad in (b'{"v":1,"op":"cancel"}', b'{"v":1,"op":"cancel","id":null}',
+                b'{"v":1,"op":"cancel","id":1.5}', b'{"v":1,"op":"cancel","id":true}',
+                b'{"v":1,"op":"get","path":"/a","id":-1}',
+                b'{"v":1,"op":"bulk","size_bytes":1,"id":4294967296}'):
+        with pytest.raises(ProtocolError) as info:
+            parse_request(bad)
+        assert info.value.kind == ErrorKind.REQUEST_ID and info.value.status == 400, bad

@@ -782,3 +782,67 @@ def test_production_cert_mode(tmp_path: Path) -> None:
             server.close()
 
     run(main())
+
+
+def test_cancel_ends_the_response_with_499_and_fin(tmp_path: Path) -> None:
+    """cancel: the named response ends with ERROR 499 + FIN soon after; every frame
+    written is received (nothing stranded); the cancel stream gets HEAD 200, END; a cancel
+    that arrives before its request makes that request 499; an unknown id changes nothing."""
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="cubic") as server, wt_client(server) as client:
+            assert await client.open_session() == 200
+            size = 50_000_000
+            sid = client.request({"v": 1, "op": "bulk", "size_bytes": size, "id": 7})
+            while client.frame_bytes_received < 200_000:
+                client.progress.clear()
+                await asyncio.wait_for(client.progress.wait(), 5)
+            cancel = client.request({"v": 1, "op": "cancel", "id": 7})
+            result = await client.wait(sid)
+            assert result.ended and not result.reset
+            assert result.frames[-1].header.frame_type == FrameType.ERROR
+            assert result.error["status"] == 499
+            assert len(result.body) < size // 10  # cut short, not served to the end
+            assert result.body == bulk_bytes(len(result.body))
+            answer = await client.wait(cancel)
+            assert [f.header.frame_type for f in answer.frames] == [FrameType.HEAD, FrameType.END]
+            assert answer.head["status"] == 200
+            # Cancel first, request later (streams are not ordered): answered 499 at once.
+            early = client.request({"v": 1, "op": "cancel", "id": 9})
+            await client.wait(early)
+            late = await client.wait(client.request({"v": 1, "op": "bulk", "size_bytes": 10,
+                                                     "id": 9}))
+            assert late.error["status"] == 499
+            # An id nobody used: nothing else is touched.
+            await client.wait(client.request({"v": 1, "op": "cancel", "id": 12345}))
+            ok = await client.wait(client.request({"v": 1, "op": "bulk", "size_bytes": 1000,
+                                                   "id": 10}))
+            assert ok.body == bulk_bytes(1000)
+            session = server.context.sessions[0]
+            await asyncio.sleep(0.05)
+            # Every frame byte the server wrote reached the client: nothing left outstanding.
+            assert session.grants.bytes_written == client.frame_bytes_received
+            assert session.cancelled == 1
+        events = read_jsonl(session_logs(session) / "events.jsonl")
+        cancels = [e for e in events if e["event"] == "cancel"]
+        assert [(e["request_id"], e["cut"]) for e in cancels] == [(7, True), (9, False),
+                                                                   (12345, False)]
+
+    run(main())
+
+
+def test_bad_request_id_is_400(tmp_path: Path) -> None:
+    """An id that is not a u32, or a cancel without one: ERROR 400 (request_id)."""
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="cubic") as server, wt_client(server) as client:
+            assert await client.open_session() == 200
+            for body in ({"v": 1, "op": "cancel"}, {"v": 1, "op": "cancel", "id": -1},
+                         {"v": 1, "op": "bulk", "size_bytes": 5, "id": 2**32},
+                         {"v": 1, "op": "get", "path": "/x", "id": "7"}):
+                r = await client.wait(client.request(body))
+                assert r.error["status"] == 400, body
+                assert "id" in r.error["error"], r.error
+            assert server.context.sessions[0].statuses[400] == 4
+
+    run(main())

@@ -115,7 +115,7 @@ describe("NuwaSession request outcomes", () => {
     const p = s.request({ op: "get", path: "/a" });
     const st = await next;
     await st.requestDone;
-    expect(JSON.parse(st.request)).toEqual({ v: 1, op: "get", path: "/a" });
+    expect(JSON.parse(st.request)).toEqual({ v: 1, id: 0, op: "get", path: "/a" });
     st.send(HEAD, { status: 200, total_bytes: 3, body_bytes: 3 });
     st.send(DATA, new Uint8Array([1, 2, 3]));
     st.send(END);
@@ -278,13 +278,24 @@ describe("NuwaSession abort", () => {
     const before = s.controller.cumReceivedBytes;
     ac.abort();
     await expect(p).rejects.toMatchObject({ name: "AbortError" });
+    // A cancel naming the request's id goes out on its own stream (PROTOCOL.md "Cancelling a request").
+    await vi.waitFor(() => expect(wt.streams).toHaveLength(2));
+    const cancel = wt.streams[1]!;
+    await cancel.requestDone;
+    expect(JSON.parse(cancel.request)).toEqual({ v: 1, op: "cancel", id: 0 });
+    cancel.send(HEAD, { status: 200, total_bytes: 0, body_bytes: 0 });
+    cancel.send(END);
+    cancel.fin();
     // Frames already in flight still arrive: counted (the grant reports them), payload dropped.
     st.send(DATA, new Uint8Array(1000));
     st.send(DATA, new Uint8Array(1000));
-    st.send(END);
+    st.send(ERROR, { status: 499, error: "cancelled by the client" });
     st.fin();
     await vi.waitFor(() => expect(s.activeRequests).toBe(0));
-    expect(s.controller.cumReceivedBytes - before).toBe(2 * (20 + 1000) + 20);
+    // 2 DATA + the 499 on the cancelled stream (its JSON payload), HEAD + END on the cancel stream.
+    const err499 = new TextEncoder().encode(JSON.stringify({ status: 499, error: "cancelled by the client" })).length;
+    const head0 = new TextEncoder().encode(JSON.stringify({ status: 200, total_bytes: 0, body_bytes: 0 })).length;
+    await vi.waitFor(() => expect(s.controller.cumReceivedBytes - before).toBe(2 * (20 + 1000) + 20 + err499 + 20 + head0 + 20));
     expect(onData).toHaveBeenCalledTimes(1); // only the DATA before the abort reached the caller
     expect(st.cancelled).toBeNull();
     s.close();

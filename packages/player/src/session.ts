@@ -142,6 +142,7 @@ export class NuwaSession {
   private readonly open_requests = new Set<OpenRequest>();
   private resolve_closed!: (reason: string) => void;
   private grant_seq = 0;
+  private next_request_id = 0;
   private last_send_time_us = 0;
   private last_recv_us = 0;
   private last_activity_us: number;
@@ -241,15 +242,17 @@ export class NuwaSession {
   /**
    * Send one request on its own bidirectional stream and read the framed answer.
    *
-   * Abort: the promise rejects at once with an AbortError, but the stream is
-   * still read to its end in the background, its frames counted and their
-   * payloads dropped. Cancelling it (STOP_SENDING) instead would strand the
-   * frames already in flight: the server counts them as outstanding until a
-   * grant reports them received (PROTOCOL.md "Grants"), and a grant can only
-   * report what the page read, so every cancelled stream would shrink the
-   * server's usable window for the rest of the session, by up to a whole
-   * window (then nothing is ever sent again: the liveness rule needs zero
-   * outstanding).
+   * Abort: the promise rejects at once with an AbortError; a `cancel`
+   * request naming this request's `id` tells the server to end the response
+   * (ERROR 499 at its next frame, then FIN), and the stream is still read to
+   * that end in the background, its frames counted and their payloads
+   * dropped (PROTOCOL.md "Cancelling a request"). Cancelling the stream
+   * itself (STOP_SENDING) instead would strand the frames already in flight:
+   * the server counts them as outstanding until a grant reports them
+   * received (PROTOCOL.md "Grants"), and a grant can only report what the
+   * page read, so every cancelled stream would shrink the server's usable
+   * window for the rest of the session, by up to a whole window (then nothing
+   * is ever sent again: the liveness rule needs zero outstanding).
    *
    * @throws NuwaRequestError: `http` on an ERROR frame (its status), `protocol` on a malformed frame or a stream that ends early, `session` if the session closes (or is closed) before the answer is complete, `stream` if the stream is reset
    * @throws DOMException("AbortError") if `signal` aborts
@@ -273,7 +276,15 @@ export class NuwaSession {
       },
     };
     this.open_requests.add(entry);
-    const onAbort = () => reject_now(new DOMException("request aborted", "AbortError"));
+    const id = this.next_request_id;
+    this.next_request_id = (this.next_request_id + 1) >>> 0;
+    const onAbort = () => {
+      reject_now(new DOMException("request aborted", "AbortError"));
+      if (!settled && this.close_reason === null) {
+        // Ask the server to stop; its answer and the cancelled stream's end are read and counted.
+        this.run({ v: 1, op: "cancel", id }, { keep_body: false }).catch((e: unknown) => this.emit({ type: "error", t_us: this.clock_us(), message: `cancel ${id}: ${String(e)}` }));
+      }
+    };
     o.signal?.addEventListener("abort", onAbort, { once: true });
     const done = () => {
       if (settled) return;
@@ -282,7 +293,7 @@ export class NuwaSession {
       this.open_requests.delete(entry);
       o.signal?.removeEventListener("abort", onAbort);
     };
-    const work = this.run(req, o, (r) => {
+    const work = this.run({ v: 1, id, ...req }, o, (r) => {
       reader = r;
     }).finally(done);
     try {
@@ -294,8 +305,8 @@ export class NuwaSession {
     }
   }
 
-  /** The stream work of one request: write it, read every frame to FIN, count them all. */
-  private async run(req: NuwaRequest, o: RequestOptions, setReader: (r: ReadableStreamDefaultReader<Uint8Array>) => void): Promise<NuwaResponse> {
+  /** The stream work of one request (`wire_request`: the request object as sent): write it, read every frame to FIN, count them all. */
+  private async run(wire_request: object, o: RequestOptions, setReader?: (r: ReadableStreamDefaultReader<Uint8Array>) => void): Promise<NuwaResponse> {
     const sessionError = (e?: unknown) =>
       this.close_reason !== null ? new NuwaRequestError(`session closed during the request: ${this.close_reason}`, 0, "session") : new NuwaRequestError(`response stream failed: ${String(e)}`, 0, "stream");
     let stream: WebTransportBidirectionalStream;
@@ -303,13 +314,13 @@ export class NuwaSession {
     try {
       stream = await this.wt.createBidirectionalStream();
       const writer = stream.writable.getWriter();
-      await writer.write(new TextEncoder().encode(JSON.stringify({ v: 1, ...req })));
+      await writer.write(new TextEncoder().encode(JSON.stringify(wire_request)));
       await writer.close();
     } catch (e) {
       throw sessionError(e);
     }
     const reader = stream.readable.getReader();
-    setReader(reader);
+    setReader?.(reader);
     if (this.close_reason !== null) {
       reader.cancel("session closed").catch(() => {});
       throw sessionError();
