@@ -47,14 +47,19 @@ def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[
     from stable_baselines3.common.env_util import make_vec_env
 
     torch.set_num_threads(1)  # NOTES.md: two threads on two cores is slower and erratic
-    curve: list[tuple[int, float, str]] = []
+    commit = _git("rev-parse", "HEAD")
+    cc_dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "packages/cc/src", "models/nuwa_rl"))
+    curve: list[tuple[int, float, str, float]] = []  # (timestep, mean reward, trace, mean k) per episode
+    k_sums = [0.0] * n_envs
 
     class Curve(BaseCallback):
         def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
+            for i, info in enumerate(self.locals["infos"]):
+                k_sums[i] += float(info.get("k_mss", 0.0))
                 if "episode" in info:
                     curve.append((self.num_timesteps, float(info["episode"]["r"]) / agent.EPISODE_STEPS,
-                                  Path(str(info.get("trace", ""))).name))
+                                  Path(str(info.get("trace", ""))).name, k_sums[i] / agent.EPISODE_STEPS))
+                    k_sums[i] = 0.0
             return True
 
     vec = make_vec_env(NuwaKEnv, n_envs=n_envs, seed=seed)
@@ -69,8 +74,7 @@ def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[
     info = {"timesteps": timesteps, "seed": seed, "n_envs": n_envs, "wall_s": round(wall_s, 1),
             "steps_per_s": round(timesteps / wall_s, 1), "hyperparams": HYPERPARAMS,
             "policy_kwargs": POLICY_KWARGS, "torch": torch.__version__, "machine": platform.machine(),
-            "episodes": len(curve), "git_commit": _git("rev-parse", "HEAD"),
-            "cc_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "packages/cc/src"))}
+            "episodes": len(curve), "git_commit": commit, "uncommitted_changes": cc_dirty}
     print(f"trained {timesteps} steps in {wall_s:.0f} s ({timesteps / wall_s:.0f} steps/s)", flush=True)
     return model, info
 
@@ -105,10 +109,15 @@ def plot_report(out: Path, curve: list[Any], evaluation: dict[str, Any] | None) 
         ax.plot(t, r, ".", ms=3, alpha=0.4, label="episode mean reward")
         w = max(1, len(r) // 15)
         ax.plot(t[w - 1:], np.convolve(r, np.ones(w) / w, "valid"), label=f"moving mean ({w} episodes)")
+        if len(curve[0]) > 3:
+            ax2 = ax.twinx()
+            ax2.plot(t, [c[3] for c in curve], "g.", ms=3, alpha=0.5, label="episode mean k")
+            ax2.set_ylabel("episode mean k (MSS/RTT)", color="g")
+            ax2.set_ylim(0, 9.5)
     ax.set_xlabel("training timesteps (200 ms intervals)")
     ax.set_ylabel("mean reward per step (Eq. 13)")
     ax.set_title("Nuwa-RL training (random trace and start per episode)")
-    ax.legend()
+    ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "report" / "reward_curve.png", dpi=110)
     plt.close(fig)
