@@ -17,7 +17,7 @@
  *   --video-schemes nuwa,dashjs,dashjs_nuwa_estimate,observe|none --queues 1000,50
  *   --video-queues 1000 --seeds N --duration S --video-duration S --out DIR
  *   --cc JSON --no-ratchet --no-sim --no-sweep --fresh (do not resume)
- *   --report-only (rebuild the report from DIR) --sim-duration S
+ *   --report-only (rebuild the report from DIR) --sim-duration S --ratchet-duration S (120)
  * Heavy: run it as `flock /tmp/nuwa-heavy.lock ./nuwa bench ...` on a shared machine.
  */
 import { execFileSync } from "node:child_process";
@@ -55,6 +55,7 @@ const { values } = parseArgs({
     duration: { type: "string" },
     "video-duration": { type: "string", default: "60" },
     "sim-duration": { type: "string", default: "60" },
+    "ratchet-duration": { type: "string", default: "120" },
     out: { type: "string" },
     cc: { type: "string", default: "{}" },
     "no-ratchet": { type: "boolean", default: false },
@@ -113,6 +114,8 @@ const videoDuration = Number(values["video-duration"]);
 if (!(videoDuration >= 10 && videoDuration <= 110)) fail(`--video-duration must be 10..110 s (the content is 120 s; got ${values["video-duration"]})`);
 const simDuration = Number(values["sim-duration"]);
 if (!(simDuration >= 5 && simDuration <= 600)) fail(`--sim-duration must be 5..600 s (got ${values["sim-duration"]})`);
+const ratchetDuration = Number(values["ratchet-duration"]);
+if (!(ratchetDuration >= 70 && ratchetDuration <= 600)) fail(`--ratchet-duration must be 70..600 s (the metric is the last 60 s; got ${values["ratchet-duration"]})`);
 const mode = quick ? "quick" : values.full ? "full" : sweepOnly ? "sweep" : "custom";
 const out_dir = resolve(values.out ?? `out/bench/${mode}`);
 
@@ -127,7 +130,7 @@ const opts: BenchOptions = {
   bulk_duration_s: bulkDuration,
   video_duration_s: videoDuration,
   ratchet: !quick && !sweepOnly && !values["no-ratchet"],
-  ratchet_duration_s: 120,
+  ratchet_duration_s: ratchetDuration,
   cc,
   delay_ms: 25,
   resume: !values.fresh && !quick,
