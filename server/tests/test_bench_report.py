@@ -69,6 +69,7 @@ def test_shallow_video_and_ratchet_targets():
         runs.append(rec("play", t, "x", "nuwa", 1000, qoe=1.2, rebuf_s=0.0, err_nuwa=0.10))
         runs.append(rec("play", t, "x", "dashjs", 1000, qoe=1.0, rebuf_s=1.0, err_dashjs=0.30))
     ratchet = [rec("ratchet", "constant-10mbps", "constant", "nuwa", 1000, p95=31.0)]
+    ratchet[0].rec.update(duration_s=120, warmup_s=60)
     t = compute_targets(Cells(runs), {"config": {"target_delay_ms": 20}}, ratchet)
     assert by_name(t, "Shallow queue: loss").met is True
     thr = by_name(t, "Shallow queue: throughput")
