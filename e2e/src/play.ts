@@ -62,7 +62,9 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     browser = await launchChromium();
     const page = await browser.newPage();
     const console_lines: string[] = [];
+    const page_errors: string[] = [];
     page.on("console", (m) => console_lines.push(`${m.type()}: ${m.text()}`));
+    page.on("pageerror", (e) => page_errors.push(String(e)));
     const params = new URLSearchParams({
       url: `https://127.0.0.1:${emu.ready.listen_port}/nuwa`,
       hash: String(server.ready.cert_sha256_hex),
@@ -86,6 +88,8 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     const summary = JSON.parse(stdout) as Record<string, unknown>;
     const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
     summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };
+    summary.page_errors = page_errors;
+    summary.player_errors = console_lines.filter((l) => l.includes("dash.js error"));
     return summary;
   } finally {
     if (browser) await browser.close().catch(() => {});

@@ -27,6 +27,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from .bulk_metrics import grant_violations
 from .emulator.analysis import packet_records, parse_log
 from .emulator.mmlog import read_sidecar, server_send_us_to_log_ms
 from .emulator.trace import PACKET_SIZE_BYTES
@@ -134,6 +135,8 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
                 err_dash.append(abs(dash_bps - cap_bps) / cap_bps)
     qd = [float(r.delay_ms) for r in recs if start_ms <= r.departure_ms < end_ms]
     q = qoe(page)
+    # grants obeyed: recomputed from the server's logs (bulk_metrics.grant_violations)
+    gv = grant_violations(run_dir / "server")
     media_played_s = max((s["media_s"] for s in samples), default=0.0)
     return {
         "scheme": scheme,
@@ -157,6 +160,8 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
             "dashjs": _pct(err_dash, 50),
             "bins": len(err_nuwa),
         },
+        "grant_violations": gv["violations"],
+        "grant_check": gv,
         "series": series,
     }
 
