@@ -67,6 +67,25 @@ describe("demo page", () => {
       expect(await page.locator(".plot canvas").count()).toBe(5);
       expect(b.clock_rtt_ms).toBeLessThan(50);
 
+      // Alignment: the page's per-bin Qd (its clock mapped onto the emulator's) against the
+      // emulator log's per-bin queuing delay. A shift of one 200 ms bin would pull spikes apart.
+      const series = await page.evaluate(() => window.__nuwa_demo_series!());
+      const diffs = (shift: number) => {
+        const d: number[] = [];
+        series.y.qd_page_ms.forEach((p, j) => {
+          const e = series.y.qd_emu_ms[j + shift];
+          if (p !== null && e !== null && e !== undefined) d.push(Math.abs(p - e));
+        });
+        return d.sort((x, y) => x - y);
+      };
+      const med = (d: number[]) => d[Math.floor(d.length / 2)]!;
+      const aligned = diffs(0);
+      const shifted = diffs(1);
+      console.log(`demo: page Qd vs emulator queue per 200 ms bin: median |diff| ${med(aligned).toFixed(1)} ms over ${aligned.length} bins (${med(shifted).toFixed(1)} ms if shifted by one bin); clock sync round trip ${b.clock_rtt_ms.toFixed(1)} ms`);
+      expect(aligned.length).toBeGreaterThan(30);
+      expect(med(aligned)).toBeLessThan(10);
+      expect(med(aligned)).toBeLessThan(med(shifted));
+
       // An out-of-range Td is refused with the controller's reason and changes nothing.
       await page.fill("#td", "-5");
       await page.click("#apply");

@@ -61,6 +61,8 @@ interface DemoState {
 declare global {
   interface Window {
     __nuwa_demo: DemoState;
+    /** The plotted arrays (x: link s), for tests and the console. */
+    __nuwa_demo_series?: () => { x: number[]; y: Record<SeriesName, (number | null)[]> };
   }
 }
 
@@ -289,6 +291,7 @@ async function main(): Promise<void> {
         }
       }
   };
+  window.__nuwa_demo_series = () => ({ x: [...store.x], y: Object.fromEntries(Object.entries(store.y).map(([k, v]) => [k, [...v]])) as Record<SeriesName, (number | null)[]> });
   setInterval(sample, cfg.bin_ms);
   setInterval(() => void pullLink(), 1000);
   setInterval(draw, 500);
