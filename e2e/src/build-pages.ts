@@ -4,7 +4,7 @@ import { REPO_ROOT } from "./procs.js";
 
 export async function buildPages(): Promise<void> {
   await build({
-    entryPoints: [`${REPO_ROOT}e2e/pages/bulk.ts`, `${REPO_ROOT}e2e/pages/play.ts`],
+    entryPoints: [`${REPO_ROOT}e2e/pages/bulk.ts`, `${REPO_ROOT}e2e/pages/play.ts`, `${REPO_ROOT}e2e/pages/faults.ts`],
     outdir: `${REPO_ROOT}e2e/pages/dist`,
     bundle: true,
     format: "esm",

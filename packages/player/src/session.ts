@@ -224,7 +224,9 @@ export class NuwaSession {
       echo_hold_us: Math.min(2 ** 32 - 1, Math.max(0, Math.round(t_us - this.last_recv_us))),
     });
     this.policy.sent(t_us, window_bytes);
-    this.datagram_writer.write(grant).catch((err: unknown) => this.emit({ type: "error", t_us, message: `grant datagram: ${String(err)}` }));
+    this.datagram_writer.write(grant).catch((err: unknown) => {
+      if (this.close_reason === null) this.emit({ type: "error", t_us, message: `grant datagram: ${String(err)}` }); // after close: expected, not news
+    });
     this.emit({ type: "grant", t_us, grant_seq: this.grant_seq, window_bytes, cum_received_bytes: cum });
   }
 
@@ -282,7 +284,9 @@ export class NuwaSession {
       reject_now(new DOMException("request aborted", "AbortError"));
       if (!settled && this.close_reason === null) {
         // Ask the server to stop; its answer and the cancelled stream's end are read and counted.
-        this.run({ v: 1, op: "cancel", id }, { keep_body: false }).catch((e: unknown) => this.emit({ type: "error", t_us: this.clock_us(), message: `cancel ${id}: ${String(e)}` }));
+        this.run({ v: 1, op: "cancel", id }, { keep_body: false }).catch((e: unknown) => {
+          if (this.close_reason === null) this.emit({ type: "error", t_us: this.clock_us(), message: `cancel ${id}: ${String(e)}` });
+        });
       }
     };
     o.signal?.addEventListener("abort", onAbort, { once: true });
