@@ -16,9 +16,11 @@
  * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle
  *   --video-schemes nuwa,dashjs,dashjs_nuwa_estimate,observe|none --queues 1000,50
  *   --video-queues 1000 --seeds N --duration S --video-duration S --out DIR
- *   --cc JSON --no-ratchet --no-sim --no-sweep --fresh (do not resume)
+ *   --cc JSON --no-ratchet --no-sim --no-sweep --resume (keep runs of DIR that
+ *   finished without error: only for the same code and settings)
  *   --report-only (rebuild the report from DIR) --sim-duration S --ratchet-duration S (120)
- * Heavy: run it as `flock /tmp/nuwa-heavy.lock ./nuwa bench ...` on a shared machine.
+ * Seeds are repetitions (the emulator has no randomness at zero random loss;
+ * run-to-run spread comes from real timing). Heavy: run it as `flock /tmp/nuwa-heavy.lock ./nuwa bench ...` on a shared machine.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -30,6 +32,7 @@ import {
   clearBench,
   effectiveConfig,
   listTraces,
+  planRuns,
   type RunRecord,
   runMatrix,
   runSimMatrix,
@@ -61,7 +64,7 @@ const { values } = parseArgs({
     "no-ratchet": { type: "boolean", default: false },
     "no-sim": { type: "boolean", default: false },
     "no-sweep": { type: "boolean", default: false },
-    fresh: { type: "boolean", default: false },
+    resume: { type: "boolean", default: false },
     "report-only": { type: "boolean", default: false },
   },
 });
@@ -133,24 +136,37 @@ const opts: BenchOptions = {
   ratchet_duration_s: ratchetDuration,
   cc,
   delay_ms: 25,
-  resume: !values.fresh && !quick,
+  resume: values.resume! && !quick,
 };
 const doSim = !quick && !values["no-sim"];
 const doSweep = !quick && !values["no-sweep"];
 const command = `./nuwa bench ${process.argv.slice(2).join(" ")}`.trim();
 
 const log = (s: string) => console.error(`[bench] ${s}`);
+function gitState(): { commit: string; dirty_files: string[] } {
+  try {
+    const commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: REPO_ROOT, encoding: "utf8" });
+    return { commit, dirty_files: dirty.split("\n").filter(Boolean).map((l) => l.slice(3)) };
+  } catch {
+    return { commit: "unknown", dirty_files: [] };
+  }
+}
 if (!values["report-only"]) {
-  if (quick || values.fresh) clearBench(out_dir);
+  if (quick) clearBench(out_dir);
   mkdirSync(out_dir, { recursive: true });
   if (all.missing.length) log(`traces listed in traces/index.json but not found (skipped): ${all.missing.join(", ")}`);
   const started = new Date();
+  const plan = sweepOnly ? [] : planRuns(opts);
+  const e2e_s = plan.reduce((a, r) => a + r.duration_s + 10, 0);
+  log(`${plan.length} end-to-end runs (about ${Math.round(e2e_s / 60)} min at ~10 s overhead each)${doSim || sweepOnly ? " + simulator matrix (~3 min)" : ""}${doSweep || sweepOnly ? " + sweeps (~10-15 min)" : ""}`);
   const runs: RunRecord[] = sweepOnly ? [] : await runMatrix({ ...opts, log });
   const sim: SimRecord[] = doSim || sweepOnly ? runSimMatrix(simTraces, opts.queues, simDuration, cc, log) : [];
   const sweeps: SweepPoint[] = doSweep || sweepOnly ? runSweeps(simTraces, 1000, simDuration, cc, log) : [];
   const index = {
     command,
     mode,
+    git: gitState(),
     started_utc: started.toISOString(),
     ended_utc: new Date().toISOString(),
     host: { cpus: (await import("node:os")).cpus().length },

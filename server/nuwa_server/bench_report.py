@@ -570,6 +570,14 @@ def plot_sweeps(sweeps: list[dict[str, Any]], path: Path) -> None:
 # --------------------------------------------------------------------------- report
 
 
+def _rel(p: Path) -> str:
+    """``p`` relative to the working directory when it lies below it."""
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
 def _pick_timeseries_trace(cells: Cells) -> str | None:
     tr = cells.traces("bulk")
     for pref in ("mahimahi-tmobile-lte-short",):
@@ -595,7 +603,10 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/") -> tuple[str, list
         f"Produced by `{index.get('command', '?')}` from {index.get('started_utc', '?')} to "
         f"{index.get('ended_utc', '?')} (UTC) on a {index.get('host', {}).get('cpus', '?')}-core "
         "machine. Regenerate the report alone with "
-        f"`.venv/bin/python -m nuwa_server.bench_report --bench-dir {bench_dir}`.",
+        f"`.venv/bin/python -m nuwa_server.bench_report --bench-dir {_rel(bench_dir)}`. Code: "
+        f"commit {index.get('git', {}).get('commit', '?')}"
+        + (f" with uncommitted changes in {', '.join(index['git']['dirty_files'])}"
+           if index.get("git", {}).get("dirty_files") else "") + ".",
         "",
         "End-to-end runs: aioquic server → trace-driven emulator (25 ms one-way each way, "
         "drop-tail queue) → headless Chromium; metrics from the emulator's log (truth) as "
