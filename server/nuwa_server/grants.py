@@ -42,6 +42,15 @@ MAX_WINDOW_BYTES = 64 * 1024 * 1024
 DEFAULT_GRANT_TIMEOUT_US = 1_000_000
 """Fallback after this long without an accepted grant, µs (1 s)."""
 
+FLOOD_RATE_PER_S = 2000
+"""Grant flood guard: sustained datagrams per second a session may send (token
+bucket refill rate). Twice the player's ceiling of 1 kHz
+(``GrantPolicyConfig.min_interval_us`` = 1000 in packages/player/src/grants.ts)."""
+
+FLOOD_BURST = 500
+"""Grant flood guard: bucket depth, datagrams (a burst of 500 back-to-back
+datagrams, e.g. bunched by the network, is tolerated)."""
+
 REASON_OK = "ok"
 REASON_REPLAY = "replay"
 REASON_WINDOW_LOW = "window_clamped_low"
@@ -83,6 +92,49 @@ class GrantConfig:
         if self.grant_timeout_us <= 0:
             raise ValueError(f"grant_timeout_us must be > 0, got {self.grant_timeout_us}")
         return self
+
+
+@dataclass(slots=True)
+class FloodGuard:
+    """Token bucket over every datagram a session receives (grants, replays, garbage).
+
+    Starts full (``burst`` tokens), refills at ``rate_per_s``; each datagram
+    takes one token. A datagram that finds the bucket empty means the client
+    sent more than ``burst`` datagrams beyond a sustained ``rate_per_s``: a
+    flood (:meth:`take` returns False), and the session is closed for it
+    (PROTOCOL.md "Grants"). At 10 kHz the default guard trips after about
+    500 / (10000 − 2000) s ≈ 62 ms; at 1 kHz it never does.
+
+    Raises:
+        ValueError: ``rate_per_s`` or ``burst`` ≤ 0.
+    """
+
+    rate_per_s: int = FLOOD_RATE_PER_S
+    burst: int = FLOOD_BURST
+    tokens_e6: int = -1
+    """Tokens × 10^6 (integer arithmetic: rate × elapsed_us is exact)."""
+    last_us: int | None = None
+    datagrams: int = 0
+
+    def __post_init__(self) -> None:
+        if self.rate_per_s <= 0 or self.burst <= 0:
+            raise ValueError(f"flood guard needs rate_per_s > 0 and burst > 0, got "
+                             f"{self.rate_per_s}, {self.burst}")
+        if self.tokens_e6 < 0:
+            self.tokens_e6 = self.burst * 1_000_000
+
+    def take(self, now_us: int) -> bool:
+        """Count one datagram at ``now_us``; False when it exceeds the bucket (a flood)."""
+        self.datagrams += 1
+        if self.last_us is not None and now_us > self.last_us:
+            self.tokens_e6 = min(self.burst * 1_000_000,
+                                 self.tokens_e6 + (now_us - self.last_us) * self.rate_per_s)
+        if self.last_us is None or now_us > self.last_us:
+            self.last_us = now_us
+        if self.tokens_e6 < 1_000_000:
+            return False
+        self.tokens_e6 -= 1_000_000
+        return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol, QuicStreamHandler
+from aioquic.buffer import encode_uint_var
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import (
     DatagramReceived,
@@ -59,7 +60,7 @@ from aioquic.quic.events import (
 )
 
 from .content import ContentError, ContentRoot, satisfiable_range
-from .grants import GrantConfig, GrantDecision, GrantState, WriteBudget
+from .grants import FloodGuard, GrantConfig, GrantDecision, GrantState, WriteBudget
 from .protocol import (
     FRAME_HEADER_BYTES,
     MAX_FRAME_PAYLOAD_BYTES,
@@ -101,6 +102,18 @@ EARLY_CANCELS_KEPT = 256
 """Cancelled request ids remembered before their request arrives (bounded)."""
 
 CC_MODES = ("nuwa", "cubic", "reno", "oracle")
+
+GRANT_FLOOD_CLOSE_CODE = 0x0107
+"""WebTransport session close code (CLOSE_WEBTRANSPORT_SESSION capsule) and QUIC
+application close code for a client that floods datagrams (:class:`.grants.FloodGuard`);
+the value of H3_EXCESSIVE_LOAD (RFC 9114 §8.1), whose meaning it has."""
+
+CLOSE_WEBTRANSPORT_SESSION_CAPSULE = 0x2843
+"""Capsule type (draft-ietf-webtrans-http3-02 §5, RFC 9297 §3.2): u32 code + UTF-8 reason."""
+
+FLOOD_CONNECTION_CLOSE_DELAY_S = 0.2
+"""After a flood, the QUIC connection is closed this long after the session's close
+capsule, so the capsule can arrive first."""
 
 _FILE_BLOCK_BYTES = 1 << 16
 _TYPE_NAMES = {t: t.name for t in FrameType}
@@ -424,6 +437,8 @@ class NuwaSession:
         self.content_root = content_root
         self.start_time_us = start_time_us
         self.grants = GrantState(config.grant_config(), start_time_us)
+        self.flood = FloodGuard()
+        self.flooded = False
         self.streams: dict[int, ResponseStream] = {}
         self.finished_stream_ids: set[int] = set()
         self.active: deque[ResponseStream] = deque()
@@ -576,6 +591,19 @@ class NuwaSession:
     def on_datagram(self, data: bytes) -> GrantDecision:
         """A grant datagram's payload (after the quarter stream id); logs it."""
         t_us = now_us()
+        if self.flooded or not self.flood.take(t_us):
+            if not self.flooded:
+                self.flooded = True
+                logger.warning("session %s: grant flood (%d datagrams in %.3f s, more than %d "
+                               "beyond %d/s): closing with code 0x%x", self.name,
+                               self.flood.datagrams, (t_us - self.start_time_us) / 1e6,
+                               self.flood.burst, self.flood.rate_per_s, GRANT_FLOOD_CLOSE_CODE)
+                self.log.event("grant_flood", datagrams=self.flood.datagrams,
+                               rate_per_s=self.flood.rate_per_s, burst=self.flood.burst,
+                               close_code=GRANT_FLOOD_CLOSE_CODE)
+            self.grants.grants_dropped["flood"] += 1
+            return GrantDecision(False, "flood", None, self.grants.window_bytes,
+                                 self.grants.cum_received_bytes, None)
         decision = self.grants.on_datagram(data, t_us)
         self.log.grant(t_us, decision, self.grants.bytes_written)
         if not decision.accepted and decision.reason != "replay":
@@ -805,6 +833,8 @@ class NuwaProtocol(QuicConnectionProtocol):
             session = self._sessions.get(event.stream_id)
             if session is not None:
                 session.on_datagram(event.data)
+                if session.flooded:
+                    self._close_for_flood(session)
         elif isinstance(event, DataReceived):
             session = self._sessions.get(event.stream_id)
             if session is not None and event.stream_ended:
@@ -860,6 +890,27 @@ class NuwaProtocol(QuicConnectionProtocol):
                 self._h3.send_data(session.session_id, b"", end_stream=True)
             except Exception:  # noqa: BLE001 - the stream may already be closed
                 logger.debug("could not end CONNECT stream", exc_info=True)
+
+    def _close_for_flood(self, session: NuwaSession) -> None:
+        """Close a flooding client: the session with a CLOSE_WEBTRANSPORT_SESSION capsule
+        (code :data:`GRANT_FLOOD_CLOSE_CODE`, reason "grant flood"), then the QUIC
+        connection with the same application error code."""
+        reason = b"grant flood"
+        payload = GRANT_FLOOD_CLOSE_CODE.to_bytes(4, "big") + reason
+        capsule = encode_uint_var(CLOSE_WEBTRANSPORT_SESSION_CAPSULE) + encode_uint_var(
+            len(payload)) + payload
+        if self._h3 is not None:
+            try:
+                self._h3.send_data(session.session_id, capsule, end_stream=False)
+            except Exception:  # noqa: BLE001 - the stream may already be closed
+                logger.debug("could not send the close capsule", exc_info=True)
+        self._close_session(session, "grant_flood")
+        self.transmit()
+        self._loop.call_later(FLOOD_CONNECTION_CLOSE_DELAY_S, self._close_connection_for_flood)
+
+    def _close_connection_for_flood(self) -> None:
+        self._quic.close(error_code=GRANT_FLOOD_CLOSE_CODE, reason_phrase="grant flood")
+        self.transmit()
 
     def close_all(self, reason: str) -> None:
         """Close every session (server shutdown) and the connection."""
