@@ -1,10 +1,17 @@
 /** SessionManager: backoff schedule, waiting for the next session, giving up, closing (fake timers, fake sessions). */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { backoffDelayMs, type ClosableSession, DEFAULT_RECONNECT_POLICY, resolveReconnectPolicy, SessionManager } from "./reconnect.js";
+import { backoffDelayMs, type ClosableSession, type ConnectHooks, DEFAULT_RECONNECT_POLICY, resolveReconnectPolicy, SessionManager } from "./reconnect.js";
 import type { TelemetryEvent } from "./session.js";
 
 class FakeSession implements ClosableSession {
   closeReason: string | null = null;
+  stalled = false;
+  hooks: ConnectHooks | null = null;
+  /** What session.ts does when nothing arrives for stall_timeout_ms with requests open. */
+  stall(): void {
+    this.stalled = true;
+    this.hooks?.onStall(4000, 1);
+  }
   readonly closed: Promise<string>;
   private resolve!: (r: string) => void;
   constructor(readonly id: number) {
@@ -22,10 +29,11 @@ class FakeSession implements ClosableSession {
 /** connect() that fails while `down` is true; records when each attempt was made (fake ms). */
 function connector() {
   const st = { down: false, attempts_ms: [] as number[], made: [] as FakeSession[] };
-  const connect = async () => {
+  const connect = async (hooks: ConnectHooks) => {
     st.attempts_ms.push(Date.now());
     if (st.down) throw new Error("WebTransportError: Opening handshake failed.");
     const s = new FakeSession(st.made.length);
+    s.hooks = hooks;
     st.made.push(s);
     return s;
   };
@@ -153,5 +161,80 @@ describe("SessionManager", () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(st.attempts_ms.length).toBe(n);
     await expect(m.session()).rejects.toThrow(/closed/);
+  });
+
+  it("a stalled session is replaced when a new one opens while it stays silent (dead server)", async () => {
+    const { st, connect } = connector();
+    const events: TelemetryEvent[] = [];
+    const m = new SessionManager(connect, { jitter_fraction: 0 }, { now_us, onTelemetry: (e) => events.push(e) });
+    const s1 = await m.session();
+    st.down = true; // the old server is gone...
+    s1.stall();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(st.attempts_ms).toEqual([0, 0]); // probe at once
+    expect(s1.closeReason).toBeNull(); // ...but that is not known yet: the old session stays
+    await vi.advanceTimersByTimeAsync(600);
+    expect(st.attempts_ms).toEqual([0, 0, 400]); // then backoff: 400, 800, ... after the failed probe
+    st.down = false; // ...a new one answers
+    await vi.advanceTimersByTimeAsync(800);
+    expect(m.count).toBe(2);
+    expect(m.current?.id).toBe(1);
+    expect(s1.closeReason).toMatch(/^stalled: nothing received for 4000 ms with 1 request\(s\) open; a new session opened meanwhile$/);
+    m.close();
+  });
+
+  it("a stall that ends (link outage over, data again) stops the attempts and keeps the session", async () => {
+    const { st, connect } = connector();
+    const m = new SessionManager(connect, { jitter_fraction: 0 }, { now_us });
+    const s1 = await m.session();
+    st.down = true; // the link is down: nothing gets through, old or new
+    s1.stall();
+    await vi.advanceTimersByTimeAsync(1500);
+    const n = st.attempts_ms.length;
+    expect(n).toBeGreaterThan(2);
+    s1.stalled = false; // data on the old session again
+    st.down = false;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(st.attempts_ms.length).toBe(n + 0); // the next attempt saw the recovery and stopped before connecting
+    expect(m.current).toBe(s1);
+    expect(s1.closeReason).toBeNull();
+    expect(m.count).toBe(1);
+    // A later stall starts a new round.
+    s1.stall();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(m.count).toBe(2);
+    m.close();
+  });
+
+  it("a new session that opens after the stalled one recovered is closed unused", async () => {
+    const st = { release: null as null | ((s: FakeSession) => void) };
+    let first = true;
+    const m = new SessionManager(
+      (hooks) => {
+        if (first) {
+          first = false;
+          const s = new FakeSession(0);
+          s.hooks = hooks;
+          return Promise.resolve(s);
+        }
+        return new Promise<FakeSession>((r) => {
+          st.release = r;
+        });
+      },
+      { jitter_fraction: 0 },
+      { now_us },
+    );
+    const s1 = await m.session();
+    s1.stall();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(st.release).not.toBeNull(); // a handshake is under way
+    s1.stalled = false; // the old one hears from its server first
+    const late = new FakeSession(1);
+    st.release!(late);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(late.closeReason).toMatch(/not needed/);
+    expect(m.current).toBe(s1);
+    expect(m.count).toBe(1);
+    m.close();
   });
 });

@@ -5,6 +5,15 @@
  * "full jitter" essay, simplified to ± a fraction), and hands the next session
  * to whoever waits for one.
  *
+ * A session that goes silent with requests open (session.ts `onStall`) is
+ * not closed at once: a silent link (a cellular outage) and a dead server (a
+ * crash, a restart that forgot the connection) look the same from here. The
+ * manager opens a second session with the same backoff; if it opens while
+ * the old one is still silent, the server is alive and the old connection is
+ * not, so the old one is closed (its open requests fail and the loader
+ * finishes them on the new one). If the old one hears from the server first,
+ * the attempts stop and a late new session is closed unused.
+ *
  * Each new session gets a fresh controller. Carrying the old one over would
  * be wrong on three counts: the server's `cum_received_bytes` and frame `seq`
  * restart at 0 on a new session (PROTOCOL.md "Grants": a cum beyond what was
@@ -71,7 +80,15 @@ export function backoffDelayMs(attempt: number, p: ReconnectPolicy, random: () =
 export interface ClosableSession {
   readonly closed: Promise<string>;
   readonly closeReason: string | null;
+  /** True from a reported stall until data arrives again. */
+  readonly stalled: boolean;
   close(reason?: string): void;
+}
+
+/** What the manager passes to `connect` for the session it opens. */
+export interface ConnectHooks {
+  /** Give this to SessionOptions.onStall. */
+  onStall: (silent_ms: number, open_requests: number) => void;
 }
 
 export interface SessionManagerHooks<S> {
@@ -98,17 +115,17 @@ export class SessionManager<S extends ClosableSession> {
 
   /**
    * Starts connecting at once.
-   * @param connect opens one session; rejects if it cannot
+   * @param connect opens one session (passing `hooks.onStall` on to it); rejects if it cannot
    * @throws RangeError on a bad policy
    */
   constructor(
-    private readonly connect: () => Promise<S>,
+    private readonly connect: (hooks: ConnectHooks) => Promise<S>,
     policy: Partial<ReconnectPolicy> = {},
     private readonly hooks: SessionManagerHooks<S> = {},
   ) {
     this.policy = resolveReconnectPolicy(policy);
     this.now_us = hooks.now_us ?? (() => performance.now() * 1000);
-    this.round(this.policy.initial_attempts, "first session", 0);
+    this.round(this.policy.initial_attempts, "first session", 0, null);
   }
 
   /** The open session, or null while (re)connecting. */
@@ -129,7 +146,7 @@ export class SessionManager<S extends ClosableSession> {
     if (this.stopped) return Promise.reject(new Error("Nuwa session manager is closed"));
     if (this.current_session && this.current_session.closeReason === null) return Promise.resolve(this.current_session);
     const p = new Promise<S>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    if (!this.connecting) this.round(Number.POSITIVE_INFINITY, "session wanted after a failed round", 0);
+    if (!this.connecting) this.round(Number.POSITIVE_INFINITY, "session wanted after a failed round", 0, null);
     return p;
   }
 
@@ -151,19 +168,43 @@ export class SessionManager<S extends ClosableSession> {
     }
   }
 
-  /** A round of attempts: first after `first_delay_ms`, then with backoff, until success, `max_attempts`, or give_up_after_ms. */
-  private round(max_attempts: number, reason: string, first_delay_ms: number): void {
+  /** The open session `s` reported a stall: look for a live server on a new session. */
+  private onStall(s: S, silent_ms: number, open_requests: number): void {
+    if (this.stopped || this.current_session !== s || this.connecting) return;
+    this.round(Number.POSITIVE_INFINITY, `stalled: nothing received for ${silent_ms.toFixed(0)} ms with ${open_requests} request(s) open`, 0, s);
+  }
+
+  /**
+   * A round of attempts: first after `first_delay_ms`, then with backoff, until
+   * success, `max_attempts`, or give_up_after_ms. With `replacing` (a stalled
+   * session) the round stops as soon as that session hears from its server
+   * again, and on success the stalled session is closed.
+   */
+  private round(max_attempts: number, reason: string, first_delay_ms: number, replacing: S | null): void {
     this.connecting = true;
     const started_us = this.now_us();
     let attempt = 0;
+    /** The stalled session came back (data again): nothing to replace. */
+    const recovered = () => replacing !== null && replacing.closeReason === null && !replacing.stalled;
     const tryOnce = () => {
       this.timer = null;
       if (this.stopped) return;
-      this.connect().then(
+      if (recovered()) {
+        this.connecting = false;
+        return;
+      }
+      const holder: { s: S | null } = { s: null };
+      const hooks: ConnectHooks = { onStall: (ms, n) => holder.s && this.onStall(holder.s, ms, n) };
+      this.connect(hooks).then(
         (s) => {
+          holder.s = s;
           this.connecting = false;
           if (this.stopped) {
             s.close();
+            return;
+          }
+          if (recovered()) {
+            s.close("not needed: the stalled session recovered");
             return;
           }
           this.current_session = s;
@@ -172,9 +213,12 @@ export class SessionManager<S extends ClosableSession> {
           this.hooks.onSession?.(s, this.sessions);
           this.settleWaiters(s);
           s.closed.then((why) => {
-            if (this.current_session === s) this.current_session = null;
-            if (!this.stopped && !this.connecting) this.round(Number.POSITIVE_INFINITY, why, backoffDelayMs(0, this.policy, this.hooks.random));
+            const was_current = this.current_session === s;
+            if (was_current) this.current_session = null;
+            if (was_current && !this.stopped && !this.connecting) this.round(Number.POSITIVE_INFINITY, why, backoffDelayMs(0, this.policy, this.hooks.random), null);
           });
+          // The server answered on a new connection while the old one stayed silent: the old one is dead.
+          if (replacing && replacing.closeReason === null) replacing.close(`${reason}; a new session opened meanwhile`);
         },
         (err: unknown) => {
           attempt++;
@@ -183,6 +227,11 @@ export class SessionManager<S extends ClosableSession> {
           if (attempt >= max_attempts || elapsed_ms >= this.policy.give_up_after_ms) {
             this.connecting = false;
             this.hooks.onTelemetry?.({ type: "error", t_us: this.now_us(), message: `Nuwa session: gave up after ${attempt} attempt(s) in ${elapsed_ms.toFixed(0)} ms: ${String(err)}` });
+            if (replacing && replacing.closeReason === null && replacing.stalled) {
+              // Still silent and no server to be found: drop it, so the next session() starts a fresh round.
+              if (this.current_session === replacing) this.current_session = null;
+              replacing.close(`${reason}; no new session within ${elapsed_ms.toFixed(0)} ms`);
+            }
             this.settleWaiters(null, err);
             return;
           }

@@ -249,6 +249,32 @@ describe("NuwaSession close and stall", () => {
     expect(wt.closeCalls).toBe(1);
   });
 
+  it("with onStall: reports the stall once instead of closing; `stalled` clears when data arrives", async () => {
+    let now_us = 0;
+    const stalls: number[] = [];
+    (globalThis as unknown as { WebTransport: unknown }).WebTransport = FakeWebTransport;
+    const s = await NuwaSession.connect({ url: "https://127.0.0.1:1/nuwa", stall_timeout_ms: 300, clock_us: () => now_us, tick_interval_ms: 5, onStall: (ms) => stalls.push(ms) });
+    const wt = FakeWebTransport.last!;
+    const n = wt.nextStream();
+    const p = s.request({ op: "get", path: "/a" });
+    const st = await n;
+    now_us += 400_000;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(stalls).toEqual([400]);
+    expect(s.stalled).toBe(true);
+    expect(s.closeReason).toBeNull(); // the caller decides
+    now_us += 400_000;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(stalls).toHaveLength(1); // once per stall
+    st.send(HEAD, { status: 200, total_bytes: 1, body_bytes: 1 });
+    st.send(DATA, new Uint8Array(1));
+    st.send(END);
+    st.fin();
+    await p;
+    expect(s.stalled).toBe(false);
+    s.close();
+  });
+
   it("an idle session (no request open) is not closed by the stall watchdog", async () => {
     let now_us = 0;
     const { s } = await open({ stall_timeout_ms: 100, clock: () => now_us });

@@ -43,6 +43,14 @@ export interface SessionOptions {
    * §10.1, tens of seconds in Chromium). Default 4000.
    */
   stall_timeout_ms?: number;
+  /**
+   * Called once per stall (see stall_timeout_ms) instead of closing the
+   * session: the caller decides (reconnect.ts opens a second session and
+   * closes this one only if the new one answers while this one stays silent,
+   * so a link outage does not cost the session but a dead server does).
+   * `stalled` turns false again when data arrives.
+   */
+  onStall?: (silent_ms: number, open_requests: number) => void;
 }
 
 /** Default `stall_timeout_ms`. */
@@ -55,6 +63,7 @@ export type TelemetryEvent =
   | { type: "rtt"; t_us: number; rtt_us: number }
   | { type: "error"; t_us: number; message: string }
   | { type: "session_closed"; t_us: number; reason: string; failed_requests: number }
+  | { type: "session_stalled"; t_us: number; silent_ms: number; open_requests: number }
   | { type: "session_open"; t_us: number; sessions: number }
   | { type: "reconnect"; t_us: number; attempt: number; delay_ms: number; reason: string };
 
@@ -148,6 +157,7 @@ export class NuwaSession {
   private last_activity_us: number;
   private active_requests = 0;
   private close_reason: string | null = null;
+  private stall_reported = false;
 
   private constructor(
     private readonly wt: WebTransport,
@@ -202,9 +212,15 @@ export class NuwaSession {
     const t = this.clock_us();
     this.controller.tick(t, this.active_requests > 0);
     // Stall watchdog: requests open and nothing received for stall_timeout (a dead server sends no CONNECTION_CLOSE).
-    if (this.stall_timeout_us > 0 && this.active_requests > 0 && t - this.last_activity_us > this.stall_timeout_us) {
-      this.close(`stalled: nothing received for ${((t - this.last_activity_us) / 1000).toFixed(0)} ms with ${this.active_requests} request(s) open`);
-      return;
+    if (this.stall_timeout_us > 0 && !this.stall_reported && this.active_requests > 0 && t - this.last_activity_us > this.stall_timeout_us) {
+      const silent_ms = (t - this.last_activity_us) / 1000;
+      if (!this.opts.onStall) {
+        this.close(`stalled: nothing received for ${silent_ms.toFixed(0)} ms with ${this.active_requests} request(s) open`);
+        return;
+      }
+      this.stall_reported = true;
+      this.emit({ type: "session_stalled", t_us: t, silent_ms, open_requests: this.active_requests });
+      this.opts.onStall(silent_ms, this.active_requests);
     }
     this.maybeGrant(t);
   }
@@ -347,6 +363,7 @@ export class NuwaSession {
       if (chunk.done) break;
       const t = this.clock_us();
       this.last_activity_us = t;
+      this.stall_reported = false;
       let frames: Frame[];
       try {
         frames = parser.push(chunk.value);
@@ -421,6 +438,16 @@ export class NuwaSession {
     } catch {
       /* already closed */
     }
+  }
+
+  /** Whether a stall was reported (onStall) and nothing has arrived since. */
+  get stalled(): boolean {
+    return this.stall_reported;
+  }
+
+  /** Receiver time of the last bytes received (or of the last request start), µs. */
+  get lastActivityUs(): number {
+    return this.last_activity_us;
   }
 
   /** Why the session ended, or null while it is open. */

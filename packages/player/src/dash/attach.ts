@@ -32,7 +32,7 @@ export interface AttachOptions {
   onDashjsEstimate?: (kbps: number) => void;
   /** Reconnect backoff when the session ends (reconnect.ts). */
   reconnect?: Partial<ReconnectPolicy>;
-  /** Close a session that receives nothing for this long while requests are open, ms (session.ts, default 4000; 0: never). */
+  /** A session that receives nothing for this long while requests are open is stalled, ms (session.ts, default 4000; 0: never): a second session is tried, and the stalled one closed if that opens first (reconnect.ts). */
   stall_timeout_ms?: number;
 }
 
@@ -70,7 +70,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   if (o.preset && cc.target_delay_ms === undefined) cc.target_delay_ms = TD_PRESETS_MS[o.preset];
   // One session at a time, reconnected with backoff; each new session gets a fresh controller (reconnect.ts says why).
   const manager = new SessionManager(
-    () => NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, cc, mode: o.mode ?? "control", onTelemetry: o.onTelemetry, stall_timeout_ms: o.stall_timeout_ms }),
+    (hooks) =>
+      NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, cc, mode: o.mode ?? "control", onTelemetry: o.onTelemetry, stall_timeout_ms: o.stall_timeout_ms, onStall: hooks.onStall }),
     o.reconnect,
     { onTelemetry: o.onTelemetry, now_us },
   );
