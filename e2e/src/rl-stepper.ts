@@ -7,13 +7,15 @@
  *    "one_way_delay_ms":25,"queue_packets":1000}
  *     → {"ok":true,"period_ms":…,"mean_bps":…}
  *   {"cmd":"step","k":2.5,"interval_ms":200}  → {"ok":true,"stats":IntervalStats}
+ *   {"cmd":"summary"}  → {"ok":true,"packets":…,"queuing_delay_ms":{"mean":…,"p50":…,"p95":…}}
+ *                         (per packet since reset; needs "record_queuing_delays":true at reset)
  *   anything wrong                             → {"ok":false,"error":"…"}
  *
  * Run: node_modules/.bin/tsx e2e/src/rl-stepper.ts
  */
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { BulkStepper, parseMahimahiTrace, traceMeanBps } from "@nuwa/cc/sim";
+import { BulkStepper, parseMahimahiTrace, percentile, traceMeanBps } from "@nuwa/cc/sim";
 
 const traces = new Map<string, Uint32Array>();
 let stepper: BulkStepper | null = null;
@@ -38,6 +40,7 @@ function handle(req: Record<string, unknown>): Record<string, unknown> {
         config: (req.config as Record<string, unknown> | undefined) ?? {},
         one_way_delay_ms: req.one_way_delay_ms as number | undefined,
         queue_packets: req.queue_packets as number | undefined,
+        record_queuing_delays: req.record_queuing_delays === true,
       });
       return { ok: true, period_ms: tr[tr.length - 1], mean_bps: traceMeanBps(tr) };
     }
@@ -46,6 +49,13 @@ function handle(req: Record<string, unknown>): Record<string, unknown> {
       if (typeof req.k !== "number") throw new Error("step: 'k' (MSS per RTT) is required");
       stepper.setAggressiveness(req.k);
       return { ok: true, stats: stepper.advance((req.interval_ms as number | undefined) ?? 200) };
+    }
+    case "summary": {
+      if (!stepper) throw new Error("summary before reset");
+      const qd = stepper.queuing_delays_ms;
+      let sum = 0;
+      for (const x of qd) sum += x;
+      return { ok: true, packets: qd.length, queuing_delay_ms: { mean: qd.length ? sum / qd.length : Number.NaN, p50: percentile(qd, 50), p95: percentile(qd, 95) } };
     }
     default:
       throw new Error(`unknown cmd ${JSON.stringify(req.cmd)}`);

@@ -35,11 +35,14 @@ class Episode:
     history: agent.History = field(default_factory=agent.History)
     player: agent.PlayerBuffer = field(default_factory=agent.PlayerBuffer)
     trace_mean_bps: float = 0.0
+    #: Keep per-packet queuing delays in the stepper (evaluation: per-packet percentiles).
+    record_queuing_delays: bool = False
 
     def reset(self, trace: str | Path, trace_start_ms: int = 0,
               k_initial_mss: float = agent.K_INITIAL_MSS) -> np.ndarray:
         info = self.stepper.reset(trace, trace_start_ms, one_way_delay_ms=self.one_way_delay_ms,
-                                  queue_packets=self.queue_packets)
+                                  queue_packets=self.queue_packets,
+                                  record_queuing_delays=self.record_queuing_delays)
         self.trace_mean_bps = float(info["mean_bps"])
         self.k_mss = k_initial_mss
         self.history.reset()

@@ -56,12 +56,18 @@ class Stepper:
 
     def reset(self, trace: str | Path, trace_start_ms: int = 0,
               config: dict[str, Any] | None = None, one_way_delay_ms: int = 25,
-              queue_packets: int = 1000) -> dict[str, Any]:
+              queue_packets: int = 1000, record_queuing_delays: bool = False) -> dict[str, Any]:
         """Start a fresh simulation; returns {period_ms, mean_bps} of the trace."""
         return self._call({
             "cmd": "reset", "trace": str(Path(trace).resolve()), "trace_start_ms": int(trace_start_ms),
             "config": ENV_CC_CONFIG if config is None else config,
-            "one_way_delay_ms": one_way_delay_ms, "queue_packets": queue_packets})
+            "one_way_delay_ms": one_way_delay_ms, "queue_packets": queue_packets,
+            "record_queuing_delays": record_queuing_delays})
+
+    def summary(self) -> dict[str, Any]:
+        """Per-packet queuing delay percentiles since reset (reset with record_queuing_delays=True):
+        {packets, queuing_delay_ms: {mean, p50, p95}} (None when no packet left)."""
+        return self._call({"cmd": "summary"})
 
     def step(self, k_mss: float, interval_ms: int) -> dict[str, Any]:
         """Set k, advance interval_ms; returns IntervalStats (stepper.ts)."""

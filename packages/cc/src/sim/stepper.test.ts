@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { simulateBulk } from "./bulk.js";
+import { percentile, simulateBulk } from "./bulk.js";
 import { BulkStepper, rotateTrace } from "./stepper.js";
 import { constantRateTrace, parseMahimahiTrace } from "./trace.js";
 
@@ -39,6 +39,15 @@ describe("BulkStepper (simulateBulk one interval at a time)", () => {
     expect(got.capacity).toBe(ref.capacity_bytes);
     expect(got.mean_qd).toBeCloseTo(ref.queuing_delay_ms.mean, 9);
     expect(got.loss).toBeCloseTo(ref.loss_rate, 12);
+  });
+
+  it("records per-packet queuing delays whose percentiles are simulateBulk's", () => {
+    const ref = simulateBulk({ trace: LTE, duration_s: 20, warmup_s: 0, config: { step: "additive", aggressiveness_mss: 4 } });
+    const s = new BulkStepper({ trace: LTE, config: { step: "additive", aggressiveness_mss: 4 }, record_queuing_delays: true });
+    for (let i = 0; i < 100; i++) s.advance(200);
+    expect(percentile(s.queuing_delays_ms, 95)).toBe(ref.queuing_delay_ms.p95);
+    expect(percentile(s.queuing_delays_ms, 50)).toBe(ref.queuing_delay_ms.p50);
+    expect(new BulkStepper({ trace: LTE }).queuing_delays_ms).toHaveLength(0);
   });
 
   it("gives simulateBulk's windows exactly when k changes every interval", () => {

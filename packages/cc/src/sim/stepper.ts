@@ -30,6 +30,8 @@ export interface StepperOptions {
   config?: Partial<NuwaConfig>;
   /** Grant interval, ms. */
   grant_interval_ms?: number;
+  /** Keep every packet's true queuing delay in `queuing_delays_ms` (for percentiles over a run). */
+  record_queuing_delays?: boolean;
 }
 
 /** What one decision interval did. Truth from the link, plus what the receiver itself saw. */
@@ -104,6 +106,9 @@ export class BulkStepper {
   private t_ms = 0;
   private last_raw_qd_ms = 0;
   private last_owd_ms = Number.NaN;
+  private readonly record_qd: boolean;
+  /** True queuing delay of every packet that left the bottleneck, in order, ms (only with record_queuing_delays). */
+  readonly queuing_delays_ms: number[] = [];
 
   /** @throws RangeError on a bad config (resolveConfig) or trace start */
   constructor(o: StepperOptions) {
@@ -111,6 +116,7 @@ export class BulkStepper {
     this.frame_bytes = FRAME_HEADER_BYTES + (o.payload_bytes ?? 1200);
     this.wire_bytes = this.frame_bytes + (o.wire_overhead_bytes ?? 50);
     this.grant_every_ms = o.grant_interval_ms ?? 5;
+    this.record_qd = o.record_queuing_delays ?? false;
     this.controller = new NuwaController(o.config ?? {});
     this.link = new TraceLink<Pkt>(rotateTrace(o.trace, o.trace_start_ms ?? 0), o.queue_packets ?? 1000);
     this.granted_window = this.controller.windowBytes;
@@ -179,6 +185,7 @@ export class BulkStepper {
         departed++;
         qd_sum += qd;
         if (qd > qd_max) qd_max = qd;
+        if (this.record_qd) this.queuing_delays_ms.push(qd);
         received += dep.data.frame_bytes;
         this.last_raw_qd_ms = dec.raw_queuing_delay_ms;
         this.last_owd_ms = qd + this.delay_ms;
