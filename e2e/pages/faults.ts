@@ -19,7 +19,7 @@ export interface FaultsLog {
   error: string | null;
   /** dash.js ERROR events: code and message. */
   dash_errors: { t_ms: number; code: number; message: string }[];
-  /** Session telemetry: session_closed / session_open / reconnect / error. */
+  /** Session telemetry: session_closed / session_open / session_stalled / reconnect / error. */
   session_events: { t_ms: number; type: string; detail: string }[];
   /** Media segments (video) by dash.js event: started, completed, abandoned. */
   segments: { t_ms: number; event: "started" | "completed" | "abandoned"; media: string; index: number; quality: number; url: string }[];
@@ -68,6 +68,7 @@ function main(): void {
       if (e.type === "session_closed") log.session_events.push({ t_ms: now_ms(), type: e.type, detail: `${e.reason} (${e.failed_requests} open)` });
       else if (e.type === "session_open") log.session_events.push({ t_ms: now_ms(), type: e.type, detail: `session #${e.sessions}` });
       else if (e.type === "reconnect") log.session_events.push({ t_ms: now_ms(), type: e.type, detail: `attempt ${e.attempt} in ${e.delay_ms.toFixed(0)} ms: ${e.reason}` });
+      else if (e.type === "session_stalled") log.session_events.push({ t_ms: now_ms(), type: e.type, detail: `silent ${e.silent_ms.toFixed(0)} ms, ${e.open_requests} open` });
       else if (e.type === "error") log.session_events.push({ t_ms: now_ms(), type: e.type, detail: e.message });
     },
   });
