@@ -82,7 +82,7 @@ function main(): void {
   });
   const seg = (event: "started" | "completed" | "abandoned") => (e: SegEvent) => {
     const r = e.request;
-    if (!r || r.type !== "MediaSegment") return;
+    if (r?.type !== "MediaSegment") return;
     log.segments.push({ t_ms: now_ms(), event, media: r.mediaType, index: r.index, quality: r.representation?.index ?? r.quality ?? -1, url: r.url });
   };
   player.on(ev.FRAGMENT_LOADING_STARTED, seg("started") as never);
