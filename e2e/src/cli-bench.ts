@@ -159,7 +159,7 @@ if (!values["report-only"]) {
   const started = new Date();
   const plan = sweepOnly ? [] : planRuns(opts);
   const e2e_s = plan.reduce((a, r) => a + r.duration_s + 10, 0);
-  log(`${plan.length} end-to-end runs (about ${Math.round(e2e_s / 60)} min at ~10 s overhead each)${doSim || sweepOnly ? " + simulator matrix (~3 min)" : ""}${doSweep || sweepOnly ? " + sweeps (~10-15 min)" : ""}`);
+  log(`${plan.length} end-to-end runs (about ${Math.round(e2e_s / 60)} min at ~10 s overhead each)${doSim || sweepOnly ? " + simulator matrix (~1 min)" : ""}${doSweep || sweepOnly ? " + sweeps (~2-3 min)" : ""}`);
   const runs: RunRecord[] = sweepOnly ? [] : await runMatrix({ ...opts, log });
   const sim: SimRecord[] = doSim || sweepOnly ? runSimMatrix(simTraces, opts.queues, simDuration, cc, log) : [];
   const sweeps: SweepPoint[] = doSweep || sweepOnly ? runSweeps(simTraces, 1000, simDuration, cc, log) : [];
