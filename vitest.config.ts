@@ -12,5 +12,5 @@ export default defineConfig({
       { find: /^@nuwa\/player$/, replacement: src("./packages/player/src/index.ts") },
     ],
   },
-  test: { include: ["packages/*/src/**/*.test.ts", "demo/src/**/*.test.ts"], testTimeout: 30_000 },
+  test: { include: ["packages/*/src/**/*.test.ts", "demo/src/**/*.test.ts", "e2e/src/**/*.test.ts"], testTimeout: 30_000 },
 });

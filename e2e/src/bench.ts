@@ -220,6 +220,24 @@ export function describeRecord(r: RunRecord): string {
   return `${base}${extra}${r.valid ? "" : ` INVALID (${r.invalid_reasons.join("; ")})`}`;
 }
 
+/**
+ * The CI check of `--quick` (issue 5): nuwa's p95 queuing delay below cubic's
+ * in the same invocation. Returns exit code 0 (pass), 1 (fail) or 3 (a run is
+ * missing, failed or invalid: no verdict) and a line saying why.
+ */
+export function quickVerdict(recs: RunRecord[]): { code: 0 | 1 | 3; message: string } {
+  const get = (s: string) => recs.find((r) => r.scheme === s && r.kind === "bulk");
+  const n = get("nuwa");
+  const c = get("cubic");
+  if (!n || !c || !n.valid || !c.valid) {
+    const why = [n, c].map((r, i) => (r ? `${r.scheme} ${r.valid ? "valid" : `invalid (${r.invalid_reasons.join("; ")})`}` : `${i ? "cubic" : "nuwa"} missing`));
+    return { code: 3, message: `quick check not possible: ${why.join(", ")}` };
+  }
+  const p95 = (r: RunRecord) => (r.metrics as { queuing_delay_ms: { p95: number } }).queuing_delay_ms.p95;
+  const ok = p95(n) < p95(c);
+  return { code: ok ? 0 : 1, message: `quick check: nuwa p95 ${p95(n).toFixed(1)} ms ${ok ? "<" : "≥"} cubic p95 ${p95(c).toFixed(1)} ms: ${ok ? "PASS" : "FAIL"}` };
+}
+
 // --------------------------------------------------------------------------- simulator
 
 export interface SimRecord {

@@ -33,6 +33,7 @@ import {
   effectiveConfig,
   listTraces,
   planRuns,
+  quickVerdict,
   type RunRecord,
   runMatrix,
   runSimMatrix,
@@ -189,15 +190,7 @@ if (quick) {
   // CI check (issue 5): nuwa's p95 queuing delay below cubic's, same invocation.
   const idx = JSON.parse(readFileSync(`${out_dir}/bench-index.json`, "utf8")) as { runs: string[] };
   const recs = idx.runs.map((id) => JSON.parse(readFileSync(`${out_dir}/runs/${id}/bench.json`, "utf8")) as RunRecord);
-  const get = (s: string) => recs.find((r) => r.scheme === s && r.kind === "bulk");
-  const n = get("nuwa");
-  const c = get("cubic");
-  if (!n || !c || !n.valid || !c.valid) {
-    log(`quick check not possible: ${[n, c].map((r) => (r ? `${r.scheme} ${r.valid ? "valid" : `invalid (${r.invalid_reasons.join("; ")})`}` : "missing")).join(", ")}`);
-    process.exit(3);
-  }
-  const p95 = (r: RunRecord) => (r.metrics as { queuing_delay_ms: { p95: number } }).queuing_delay_ms.p95;
-  const ok = p95(n) < p95(c);
-  log(`quick check: nuwa p95 ${p95(n).toFixed(1)} ms ${ok ? "<" : "≥"} cubic p95 ${p95(c).toFixed(1)} ms: ${ok ? "PASS" : "FAIL"}`);
-  process.exit(ok ? 0 : 1);
+  const v = quickVerdict(recs);
+  log(v.message);
+  process.exit(v.code);
 }

@@ -1,0 +1,56 @@
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
+import { type BenchOptions, listTraces, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
+
+const rec = (scheme: string, p95: number, valid = true): RunRecord =>
+  ({ scheme, kind: "bulk", valid, invalid_reasons: valid ? [] : ["emulator lateness p99 3 ms > 2 ms"], metrics: { queuing_delay_ms: { p95 } } }) as unknown as RunRecord;
+
+describe("bench harness", () => {
+  it("quick verdict: pass, fail, and no verdict on an invalid or missing run", () => {
+    expect(quickVerdict([rec("nuwa", 90), rec("cubic", 1100)]).code).toBe(0);
+    expect(quickVerdict([rec("nuwa", 1200), rec("cubic", 1100)]).code).toBe(1);
+    expect(quickVerdict([rec("nuwa", 1100), rec("cubic", 1100)]).code).toBe(1); // "below", not equal
+    const inv = quickVerdict([rec("nuwa", 90), rec("cubic", 1100, false)]);
+    expect(inv.code).toBe(3);
+    expect(inv.message).toMatch(/lateness/);
+    expect(quickVerdict([rec("nuwa", 90)]).message).toMatch(/cubic missing/);
+  });
+
+  it("families follow the trace names", () => {
+    expect(traceFamily("5G/lumos5g-vzw-mmwave-driving-t59.mahi")).toBe("5G-mmWave");
+    expect(traceFamily("5G/mnwild-tmobile-5g-sa-lowband-walking-r20061.mahi")).toBe("5G-lowband");
+    expect(traceFamily("4G/lumos-vzw-lte-driving-50087.mahi")).toBe("LTE-Lumos");
+    expect(traceFamily("4G/mahimahi-att-lte-driving.mahi")).toBe("LTE-Saturator");
+    expect(traceFamily("3G/mahimahi-tmobile-umts-driving.mahi")).toBe("3G");
+  });
+
+  it("every 3G/4G/low-band 5G trace in traces/ runs end to end; none above the machine's limit", () => {
+    const t = listTraces();
+    expect(t.e2e.length).toBeGreaterThanOrEqual(8);
+    expect(t.e2e.every((x) => x.mean_mbps <= 60 && !x.family.includes("mmWave"))).toBe(true);
+    expect(t.e2e.map((x) => x.family)).toEqual(expect.arrayContaining(["3G", "LTE-Saturator", "LTE-Lumos", "5G-lowband"]));
+  });
+
+  it("plans the matrix: bulk × queues × schemes, video, ratchet last; seeds repeat it", () => {
+    const out = mkdtempSync(`${tmpdir()}/bench-`);
+    const traces = listTraces().e2e.slice(0, 2);
+    const o: BenchOptions = { out_dir: out, traces, bulk_schemes: ["nuwa", "cubic"], video_schemes: ["nuwa"], queues: [1000, 50], video_queues: [1000], seeds: 2, bulk_duration_s: 60, video_duration_s: 60, ratchet: true, ratchet_duration_s: 120, cc: {}, delay_ms: 25, resume: false };
+    const runs = planRuns(o);
+    expect(runs).toHaveLength(2 * (2 * 2 * 2 + 2 + 1));
+    expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
+    const ratchet = runs.find((r) => r.kind === "ratchet")!;
+    expect(ratchet.warmup_s).toBe(60); // the last 60 s of 120
+    expect(existsSync(ratchet.trace.path)).toBe(true);
+    const lines = readFileSync(ratchetTrace(out).path, "utf8").trim().split("\n");
+    expect(lines.length * 1504 * 8).toBeCloseTo(10e6, -5); // 1 s period at 10 Mbit/s
+  });
+
+  it("simulated run of a real trace reports DESIGN.md's metrics", () => {
+    const t = listTraces().e2e.find((x) => x.name === "norway-hsdpa-bus-1")!;
+    const r = simRun(t, "nuwa", 1000, 10, {});
+    expect(r.utilization).toBeGreaterThan(0.5);
+    expect(r.qd_error_ms).not.toBeNull();
+    expect(simRun(t, "aimd", 1000, 10, {}).queuing_delay_ms.p95).toBeGreaterThan(r.queuing_delay_ms.p95);
+  });
+});
