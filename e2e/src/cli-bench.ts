@@ -9,7 +9,9 @@
  *             dashjs_nuwa_estimate, observe) on the deep queue, the 120 s
  *             constant-10 Mbit/s no-ratchet run, the simulator on every trace
  *             (mmWave included) and the parameter sweeps; writes
- *             docs/BENCHMARKS.md (+ docs/bench/*.png) with the command and date.
+ *             docs/BENCHMARKS.md (+ docs/bench/*.png) with the command and date;
+ *             docs/bench/notes.md, if present, is appended under the computed
+ *             target verdicts (the why and what-was-tried of a missed target).
  *   --sweep   simulator only: the simulated matrix and the sweeps (no browser).
  *   (none)    a custom matrix from the options below (defaults as --full, no docs).
  *
@@ -183,6 +185,8 @@ if (!values["report-only"]) {
 
 const reportArgs = ["-m", "nuwa_server.bench_report", "--bench-dir", out_dir];
 if (values.full) reportArgs.push("--docs-md", `${REPO_ROOT}docs/BENCHMARKS.md`, "--docs-assets", `${REPO_ROOT}docs/bench`);
+// hand-written notes (why a target was missed, what was tried) go under the computed verdicts
+if (existsSync(`${REPO_ROOT}docs/bench/notes.md`)) reportArgs.push("--notes", `${REPO_ROOT}docs/bench/notes.md`);
 execFileSync(PYTHON, reportArgs, { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
 log(`report: ${out_dir}/report.md${values.full ? " and docs/BENCHMARKS.md" : ""}`);
 

@@ -586,8 +586,13 @@ def _pick_timeseries_trace(cells: Cells) -> str | None:
     return tr[0] if tr else None
 
 
-def build_report(bench_dir: Path, img_prefix: str = "plots/") -> tuple[str, list[Path]]:
-    """Make the plots under ``bench_dir/plots`` and return (Markdown, plot paths)."""
+def build_report(bench_dir: Path, img_prefix: str = "plots/",
+                 notes: Path | None = None) -> tuple[str, list[Path]]:
+    """Make the plots under ``bench_dir/plots`` and return (Markdown, plot paths).
+
+    ``notes``: a hand-written Markdown file (why a target was missed, what was
+    tried) appended to the closing note under the computed target table.
+    """
     index, runs = load_bench(bench_dir)
     delay_ms = float(index.get("options", {}).get("delay_ms", 25))
     plots_dir = bench_dir / "plots"
@@ -825,6 +830,15 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/") -> tuple[str, list
     if index.get("missing_traces"):
         md += ["Traces listed in traces/index.json but not found (not run): "
                + ", ".join(index["missing_traces"]), ""]
+    met = sum(t.met is True for t in targets)
+    missed = sum(t.met is False for t in targets)
+    md += ["## Closing note", "",
+           f"{met} targets met, {missed} missed, {len(targets) - met - missed} not measured in "
+           "this invocation (computed from the runs above; the verdicts are not edited by hand):",
+           ""]
+    md += table(["target", "measured", "verdict"], [t.row() for t in targets])
+    if notes is not None and notes.exists():
+        md += [f"Notes (hand-written, from `{_rel(notes)}`):", "", notes.read_text().strip(), ""]
     return "\n".join(md) + "\n", plots
 
 
@@ -834,10 +848,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--bench-dir", required=True, type=Path)
     p.add_argument("--docs-md", type=Path, help="also write the report here")
     p.add_argument("--docs-assets", type=Path, help="copy the plots here (with --docs-md)")
+    p.add_argument("--notes", type=Path,
+                   help="hand-written Markdown appended to the closing note (why a target was "
+                   "missed, what was tried)")
     a = p.parse_args(argv)
     if not (a.bench_dir / "bench-index.json").exists():
         raise SystemExit(f"{a.bench_dir}/bench-index.json not found: run ./nuwa bench first")
-    text, plots = build_report(a.bench_dir)
+    text, plots = build_report(a.bench_dir, notes=a.notes)
     (a.bench_dir / "report.md").write_text(text)
     print(f"wrote {a.bench_dir / 'report.md'} and {len(plots)} plots")
     if a.docs_md:
@@ -846,7 +863,7 @@ def main(argv: list[str] | None = None) -> None:
         for f in plots:
             shutil.copy(f, assets / f.name)
         rel = assets.resolve().relative_to(a.docs_md.resolve().parent)
-        docs_text, _ = build_report(a.bench_dir, img_prefix=f"{rel}/")
+        docs_text, _ = build_report(a.bench_dir, img_prefix=f"{rel}/", notes=a.notes)
         a.docs_md.write_text(docs_text)
         print(f"wrote {a.docs_md} (plots in {assets})")
 
