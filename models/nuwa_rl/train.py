@@ -23,7 +23,7 @@ import torch
 
 from . import agent, export
 from .env import NuwaKEnv, repo_traces
-from .sim import REPO_ROOT
+from .sim import ENV_CC_CONFIG, REPO_ROOT
 
 DEFAULT_TIMESTEPS = 160_000
 HYPERPARAMS: dict[str, Any] = {
@@ -146,7 +146,10 @@ def main() -> None:
     ap.add_argument("--n-envs", type=int, default=4)
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "models")
     ap.add_argument("--no-eval", action="store_true")
+    ap.add_argument("--cc", type=json.loads, default={},
+                    help="controller settings (JSON) over sim.ENV_CC_CONFIG (experiments; the shipped model: none)")
     a = ap.parse_args()
+    ENV_CC_CONFIG.update(a.cc)
     out: Path = a.out
     out.mkdir(parents=True, exist_ok=True)
     model, info = train(a.timesteps, a.seed, a.n_envs, out)
