@@ -13,6 +13,7 @@ import type { NuwaConfig } from "../config.js";
 import { NuwaController } from "../controller.js";
 import { FRAME_HEADER_BYTES } from "../protocol.js";
 import { TraceLink } from "./link.js";
+import { QuicRepair } from "./repair.js";
 
 export interface BulkSimOptions {
   trace: Uint32Array;
@@ -60,6 +61,7 @@ export function percentile(xs: ArrayLike<number>, q: number): number {
 interface Pkt {
   send_us: number; // sender clock
   frame_bytes: number;
+  seq: number; // stream order: the receiver reads frames in this order (one QUIC stream)
 }
 
 /** Run the bulk-download simulation. Deterministic for a given input. */
@@ -77,6 +79,8 @@ export function simulateBulk(o: BulkSimOptions): BulkSimResult {
   const link = new TraceLink<Pkt>(o.trace, o.queue_packets ?? 1000);
   const downlink: { at_ms: number; p: Pkt }[] = []; // propagation delay line before the queue
   let dl_head = 0;
+  let next_seq = 0;
+  const repair = new QuicRepair<Pkt>(delay_ms);
   const grants: { at_ms: number; cum: number; window: number }[] = [];
   let g_head = 0;
   let sent_bytes = 0;
@@ -106,22 +110,33 @@ export function simulateBulk(o: BulkSimOptions): BulkSimResult {
     const sender_clock_us = t * 1000 * (1 + drift) + offset;
     let budget = ctl ? 10_000 : Math.max(0, (o.queue_packets ?? 1000) + 50 - link.queuedPackets - (downlink.length - dl_head));
     while (budget-- > 0 && sent_bytes - granted_cum + frame_bytes <= granted_window) {
-      downlink.push({ at_ms: t + delay_ms, p: { send_us: sender_clock_us, frame_bytes } });
+      downlink.push({ at_ms: t + delay_ms, p: { send_us: sender_clock_us, frame_bytes, seq: next_seq++ } });
       sent_bytes += frame_bytes;
       if (t >= warmup_ms) sent_after_warmup++;
     }
     // Propagation delay, then the bottleneck.
     while (dl_head < downlink.length && downlink[dl_head]!.at_ms <= t) {
       const d = downlink[dl_head++]!;
-      if (!link.enqueue(t, wire_bytes, d.p) && t >= warmup_ms) dropped_after_warmup++;
+      if (!link.enqueue(t, wire_bytes, d.p)) {
+        if (t >= warmup_ms) dropped_after_warmup++;
+        repair.onDrop(t, d.at_ms - delay_ms, d.p);
+      }
+    }
+    for (const p of repair.due(t)) {
+      if (t >= warmup_ms) sent_after_warmup++; // a retransmission is a packet sent
+      if (!link.enqueue(t, wire_bytes, p)) {
+        if (t >= warmup_ms) dropped_after_warmup++;
+        repair.onDrop(t, t - delay_ms, p);
+      }
     }
     if (dl_head > 8192) {
       downlink.splice(0, dl_head);
       dl_head = 0;
     }
-    for (const dep of link.service(t)) {
+    const readable = repair.read(link.service(t));
+    for (const dep of readable) {
       if (ctl) {
-        const dec = ctl.onFrame(dep.data.send_us, dep.depart_ms * 1000, dep.data.frame_bytes);
+        const dec = ctl.onFrame(dep.data.send_us, dep.read_ms * 1000, dep.data.frame_bytes);
         if (t >= warmup_ms) {
           const truth = dep.depart_ms - dep.enqueue_ms;
           true_qd.push(truth);

@@ -13,6 +13,7 @@ import type { NuwaConfig } from "../config.js";
 import { NuwaController } from "../controller.js";
 import { FRAME_HEADER_BYTES } from "../protocol.js";
 import { TraceLink } from "./link.js";
+import { QuicRepair } from "./repair.js";
 
 export interface StepperOptions {
   trace: Uint32Array;
@@ -70,6 +71,7 @@ export interface IntervalStats {
 interface Pkt {
   send_us: number;
   frame_bytes: number;
+  seq: number;
 }
 
 /**
@@ -104,6 +106,8 @@ export class BulkStepper {
   private granted_cum = 0;
   private granted_window: number;
   private t_ms = 0;
+  private next_seq = 0;
+  private readonly repair: QuicRepair<Pkt>;
   private last_raw_qd_ms = 0;
   private last_owd_ms = Number.NaN;
   private readonly record_qd: boolean;
@@ -119,6 +123,7 @@ export class BulkStepper {
     this.record_qd = o.record_queuing_delays ?? false;
     this.controller = new NuwaController(o.config ?? {});
     this.link = new TraceLink<Pkt>(rotateTrace(o.trace, o.trace_start_ms ?? 0), o.queue_packets ?? 1000);
+    this.repair = new QuicRepair<Pkt>(this.delay_ms);
     this.granted_window = this.controller.windowBytes;
     this.controller.onRttSample(2 * this.delay_ms * 1000);
   }
@@ -167,20 +172,21 @@ export class BulkStepper {
       const sender_clock_us = t * 1000;
       let budget = 10_000;
       while (budget-- > 0 && this.sent_bytes - this.granted_cum + this.frame_bytes <= this.granted_window) {
-        this.downlink.push({ at_ms: t + this.delay_ms, p: { send_us: sender_clock_us, frame_bytes: this.frame_bytes } });
+        this.downlink.push({ at_ms: t + this.delay_ms, p: { send_us: sender_clock_us, frame_bytes: this.frame_bytes, seq: this.next_seq++ } });
         this.sent_bytes += this.frame_bytes;
         sent++;
       }
       while (this.dl_head < this.downlink.length && this.downlink[this.dl_head]!.at_ms <= t) {
         const d = this.downlink[this.dl_head++]!;
-        link.enqueue(t, this.wire_bytes, d.p);
+        if (!link.enqueue(t, this.wire_bytes, d.p)) this.repair.onDrop(t, d.at_ms - this.delay_ms, d.p);
       }
+      for (const p of this.repair.due(t)) if (!link.enqueue(t, this.wire_bytes, p)) this.repair.onDrop(t, t - this.delay_ms, p);
       if (this.dl_head > 8192) {
         this.downlink.splice(0, this.dl_head);
         this.dl_head = 0;
       }
-      for (const dep of link.service(t)) {
-        const dec = ctl.onFrame(dep.data.send_us, dep.depart_ms * 1000, dep.data.frame_bytes);
+      for (const dep of this.repair.read(link.service(t))) {
+        const dec = ctl.onFrame(dep.data.send_us, dep.read_ms * 1000, dep.data.frame_bytes);
         const qd = dep.depart_ms - dep.enqueue_ms;
         departed++;
         qd_sum += qd;
