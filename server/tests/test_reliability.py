@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,8 @@ from aioquic.asyncio.client import connect
 from aioquic.buffer import Buffer
 from aioquic.h3.events import DataReceived, H3Event
 from aioquic.quic.events import ConnectionTerminated, QuicEvent
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_server import (
     WtClient,
     _wait_stall,
@@ -33,11 +39,21 @@ from nuwa_server.grants import (
     FLOOD_BURST,
     FLOOD_RATE_PER_S,
     FloodGuard,
+    GrantConfig,
+    GrantState,
 )
 from nuwa_server.protocol import (
     FRAME_HEADER_BYTES,
+    GRANT_BYTES,
+    BulkRequest,
+    CancelRequest,
+    ErrorKind,
+    FrameType,
+    GetRequest,
     Grant,
+    ProtocolError,
     encode_grant,
+    parse_request,
 )
 from nuwa_server.session import (
     CLOSE_WEBTRANSPORT_SESSION_CAPSULE,
@@ -88,10 +104,12 @@ class CloseWatchingClient(WtClient):
 
 
 async def download_with_grants(client: WtClient, size_bytes: int, window_bytes: int,
-                               interval_s: float = 0.001, timeout_s: float = 20.0) -> bytes:
-    """Bulk download that grants ``window_bytes`` with honest cum every ``interval_s``."""
+                               interval_s: float = 0.001, timeout_s: float = 20.0,
+                               first_seq: int = 1) -> bytes:
+    """Bulk download that grants ``window_bytes`` with honest cum every ``interval_s``,
+    grant_seq counting from ``first_seq``."""
     sid = client.request({"v": 1, "op": "bulk", "size_bytes": size_bytes})
-    seq = 1
+    seq = first_seq
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while not client.results[sid].done.is_set():
@@ -101,6 +119,16 @@ async def download_with_grants(client: WtClient, size_bytes: int, window_bytes: 
         seq += 1
         await asyncio.sleep(interval_s)
     return (await client.wait(sid)).body
+
+
+async def keep_granting(client: WtClient, window_bytes: int, interval_s: float = 0.002) -> None:
+    """Grant ``window_bytes`` with honest cum and echo every ``interval_s`` until cancelled."""
+    seq = 1
+    while True:
+        echo = client.all_frames[-1][1].header.send_time_us if client.all_frames else 0
+        client.send_grant(Grant(seq, seq, client.frame_bytes_received, window_bytes, echo, 0))
+        seq += 1
+        await asyncio.sleep(interval_s)
 
 
 # --------------------------------------------------------------------------- flood guard
@@ -292,5 +320,375 @@ def test_client_that_stops_granting_is_not_starved(tmp_path: Path) -> None:
                    for r in fallback_rows)
         assert all(r["outstanding_bytes"] <= 12_000 or r["bytes_in_flight"] == 0
                    for r in fallback_rows)
+
+    run(main())
+
+
+# --------------------------------------------------------------------------- liar under a trace
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LIAR_TRACE = REPO_ROOT / "traces" / "4G" / "mahimahi-tmobile-lte-short.mahi"
+LIAR_DURATION_S = float(os.environ.get("NUWA_LIAR_DURATION_S", "20"))
+
+
+async def _start_ready(args: list[str], stderr_path: Path) -> tuple[Any, dict[str, Any]]:
+    """Start ``python -m ...`` and wait for its ``{"event": "ready"}`` stdout line."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *args, stdout=asyncio.subprocess.PIPE,
+        stderr=open(stderr_path, "w"), cwd=REPO_ROOT)  # noqa: SIM115 (closed with the process)
+    assert proc.stdout is not None
+    while True:
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        assert line, f"{args[:2]} exited before ready: {stderr_path.read_text()[-2000:]}"
+        obj = json.loads(line)
+        if obj.get("event") == "ready":
+            return proc, obj
+
+
+async def _stop(proc: Any) -> None:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 20)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float,
+                           trace: Path = LIAR_TRACE) -> dict[str, Any]:
+    """One bulk download for ``duration_s`` through the emulator (``trace``, 25 ms each
+    way, 1000-packet drop-tail) from a server in ``cc`` mode, the client behaving as
+    ``behaviour``: ``passive`` (no grants), ``liar`` (2^62-byte windows, honest cum, 1 kHz),
+    ``replay`` (the same 2^62 grant, seq 1, repeated at 1 kHz), ``silent`` (no grants, nuwa).
+
+    Returns goodput (client frame bytes / s), the emulator's loss rate, utilization and
+    queuing delay, and the server's per-frame ceiling check.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    server, ready = await _start_ready(
+        ["-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0", "--cc", cc,
+         "--state-dir", str(out / "state"), "--log-dir", str(out / "server")],
+        out / "server.stderr")
+    emu = None
+    try:
+        emu, emu_ready = await _start_ready(
+            ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0",
+             "--server", f"127.0.0.1:{ready['port']}", "--trace", str(trace),
+             "--delay-ms", "25", "--uplink-delay-ms", "25", "--queue-packets", "1000",
+             "--log", str(out / "emulator.log"), "--summary-json", str(out / "emulator.json")],
+            out / "emulator.stderr")
+        async with connect("127.0.0.1", emu_ready["listen_port"],
+                           configuration=client_configuration(),
+                           create_protocol=WtClient) as client:
+            assert isinstance(client, WtClient)
+            assert await client.open_session() == 200
+            client.request({"v": 1, "op": "bulk", "size_bytes": 1 << 40})
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            seq = 1
+            while loop.time() - t0 < duration_s:
+                if behaviour == "liar":
+                    echo = client.all_frames[-1][1].header.send_time_us if client.all_frames else 0
+                    client.send_grant(Grant(seq, seq, client.frame_bytes_received, 1 << 62,
+                                            echo, 0))
+                    seq += 1
+                elif behaviour == "replay":
+                    client.send_grant(Grant(1, 1, client.frame_bytes_received, 1 << 62, 0, 0))
+                await asyncio.sleep(0.001)
+            elapsed_s = loop.time() - t0
+            received = client.frame_bytes_received
+    finally:
+        if emu is not None:
+            await _stop(emu)
+        await _stop(server)
+    emu_summary = json.loads((out / "emulator.json").read_text())
+    (session_dir,) = (out / "server").iterdir()
+    rows = read_jsonl(session_dir / "frames.jsonl")
+    summary = json.loads((session_dir / "summary.json").read_text())
+    over = sum(1 for r in rows
+               if r["bytes_in_flight"] + r["bytes"] + PACKET_OVERHEAD_BYTES > r["ceiling_bytes"])
+    qd = emu_summary["queuing_delay_ms"]
+    return {
+        "cc": cc, "behaviour": behaviour, "duration_s": round(elapsed_s, 2),
+        "goodput_mbps": round(received * 8 / elapsed_s / 1e6, 3),
+        "loss_rate": emu_summary["loss_rate"], "utilization": emu_summary["utilization"],
+        "queuing_delay_ms": qd, "frames": len(rows), "frames_over_ceiling": over,
+        "grant_violations": summary["grant_violations"],
+        "grants_accepted": summary["grants_accepted"], "grants_dropped": summary["grants_dropped"],
+        "fallback_entries": summary["fallback_entries"], "emulator_valid": emu_summary["valid"],
+    }
+
+
+@pytest.mark.skipif(not os.environ.get("NUWA_LONG"), reason="long measurement: NUWA_LONG=1")
+def test_liar_vs_cubic_under_trace(tmp_path: Path) -> None:
+    """T-Mobile LTE trace through the emulator: a 2^62 liar (and a replaying liar) on a
+    nuwa server gets no more loss than aioquic cubic alone and about its goodput; every
+    frame of every run left within the cubic cwnd; a silent client still gets data.
+    Writes out/reliability/liar.json."""
+    runs = [("cubic", "passive"), ("nuwa", "liar"), ("nuwa", "replay"), ("nuwa", "silent")]
+    results = [run(measure_receiver(tmp_path / f"{cc}-{b}", cc, b, LIAR_DURATION_S))
+               for cc, b in runs]
+    dest = REPO_ROOT / "out" / "reliability"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "liar.json").write_text(json.dumps(
+        {"trace": LIAR_TRACE.name, "duration_s": LIAR_DURATION_S, "runs": results}, indent=1))
+    for r in results:
+        print(json.dumps(r))
+    cubic, liar, replay, silent = results
+    for r in results:
+        assert r["frames_over_ceiling"] == 0, r
+        assert r["grant_violations"] == 0, r
+    for r in (liar, replay):
+        # no worse than cubic alone: loss not above cubic's (plus 0.2 points of run noise),
+        # goodput not below 85% of cubic's (the lie neither harms the link nor the liar)
+        assert r["loss_rate"] <= cubic["loss_rate"] + 0.002, (r, cubic)
+        assert r["goodput_mbps"] >= cubic["goodput_mbps"] * 0.85, (r, cubic)
+    assert replay["grants_dropped"].get("replay", 0) > 0
+    assert silent["goodput_mbps"] > 0.5 and silent["fallback_entries"] == 1, silent
+
+
+# --------------------------------------------------------------------------- parsers (item 2)
+
+_FUZZ = settings(max_examples=FUZZ_CASES, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+_VALID_REQUESTS = [
+    b'{"v":1,"op":"get","path":"/video/seg-1.m4s","range":[0,999],"id":7}',
+    b'{"v":1,"op":"bulk","size_bytes":1000,"id":4294967295}',
+    b'{"v":1,"op":"cancel","id":3}',
+    b'{"v":1,"op":"get","path":"/%2e%2e/x"}',
+]
+
+
+@st.composite
+def _mutated_request(draw: st.DrawFn) -> bytes:
+    """A valid request with byte-level damage: flips, cuts, insertions, duplications."""
+    data = bytearray(draw(st.sampled_from(_VALID_REQUESTS)))
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["flip", "cut", "insert", "dup", "splice"]))
+        i = draw(st.integers(0, max(0, len(data) - 1)))
+        if kind == "flip" and data:
+            data[i] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "cut":
+            del data[i:]
+        elif kind == "insert":
+            data[i:i] = draw(st.binary(min_size=1, max_size=8) | st.sampled_from(
+                [b"\x00", b'"', b"\\u0000", b"1e400", b"-0", b"NaN", b"[", b"{", b"\xff"]))
+        elif kind == "dup":
+            data[i:i] = data[i:]
+        else:
+            data += draw(st.sampled_from([b',"v":2}', b',"id":-1}', b',"path":null}', b"x" * 4100]))
+    return bytes(data)
+
+
+@_FUZZ
+@given(st.one_of(_mutated_request(), st.binary(max_size=4200),
+                 st.text(max_size=300).map(str.encode)))
+def test_fuzz_parse_request_2000(data: bytes) -> None:
+    """2000 cases (mutated valid requests, raw bytes, text): a Request or ProtocolError 400."""
+    try:
+        request = parse_request(data)
+    except ProtocolError as exc:
+        assert exc.status == 400 and isinstance(exc.kind, ErrorKind)
+        assert str(exc).startswith(exc.kind.value + ":")
+        return
+    assert isinstance(request, GetRequest | BulkRequest | CancelRequest)
+    if isinstance(request, BulkRequest):
+        assert 1 <= request.size_bytes <= 2**40
+    if isinstance(request, GetRequest) and request.byte_range is not None:
+        assert 0 <= request.byte_range[0] <= request.byte_range[1]
+
+
+_grant_fields = st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**64 - 1),
+                          st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1),
+                          st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1))
+_datagram = st.one_of(
+    _grant_fields.map(lambda f: encode_grant(Grant(*f))),
+    st.binary(max_size=80),
+    st.tuples(_grant_fields, st.integers(0, GRANT_BYTES - 1), st.integers(1, 255)).map(
+        lambda t: bytes(b ^ (t[2] if i == t[1] else 0)
+                        for i, b in enumerate(encode_grant(Grant(*t[0]))))),
+)
+
+
+@_FUZZ
+@given(st.lists(st.tuples(_datagram, st.integers(0, 5_000), st.integers(0, 50_000)),
+                max_size=40))
+def test_fuzz_grant_datagrams_2000(ops: list[tuple[bytes, int, int]]) -> None:
+    """2000 sequences of up to 40 datagrams (valid grants with any field values, raw bytes,
+    grants with one corrupted byte) interleaved with frames written and time steps, through
+    the server's grant path (GrantState.on_datagram): never raises, a dropped datagram
+    names a grant ErrorKind or replay, and the invariants hold after every step."""
+    g = GrantState(GrantConfig(), start_time_us=1_000)
+    t_us = 1_000
+    kinds = {k.value for k in ErrorKind if k.value.startswith("grant_")} | {"replay"}
+    for data, dt_us, written in ops:
+        t_us += dt_us
+        budget = g.budget(t_us, bytes_in_flight=written // 2)
+        if budget.allows(FRAME_BYTES, ceiling_bytes=200_000):
+            g.on_frame_written(FRAME_BYTES, budget)
+        d = g.on_datagram(data, t_us)
+        if not d.accepted:
+            assert d.reason in kinds, d
+        assert 0 <= g.cum_received_bytes <= g.bytes_written
+        assert 1200 <= g.window_bytes <= 64 << 20
+        assert d.rtt_us is None or 0 <= d.rtt_us <= t_us
+        b = g.budget(t_us, 0)
+        assert b.window_bytes is not None and 12_000 <= b.window_bytes or b.fallback_level == 0
+
+
+def _malformed_bodies(n: int, seed: int) -> list[bytes]:
+    """``n`` damaged requests (seeded), each one that parse_request refuses."""
+    rng = random.Random(seed)
+    out: list[bytes] = []
+    while len(out) < n:
+        data = bytearray(rng.choice(_VALID_REQUESTS))
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(data)) if data else 0
+            op = rng.randrange(4)
+            if op == 0 and data:
+                data[i] ^= 1 << rng.randrange(8)
+            elif op == 1:
+                del data[i:]
+            elif op == 2:
+                data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 6)))
+            else:
+                data += rng.choice([b',"v":2}', b"}", b"\xc3\x28", b"x" * 4100])
+        try:
+            parse_request(bytes(data))
+        except ProtocolError:
+            out.append(bytes(data))
+    return out
+
+
+def test_malformed_streams_leave_the_session_and_other_streams_intact(tmp_path: Path) -> None:
+    """One real session: 300 malformed request streams (seeded damage, each refused by the
+    parser), a stream reset half-way through its request, a stream that never ends its
+    request, and malformed datagrams, interleaved with 10 good downloads: each malformed
+    stream gets exactly one ERROR 400 frame and FIN, every good download is intact, and
+    the session's grants still work afterwards."""
+    bodies = _malformed_bodies(SESSION_FUZZ_STREAMS, seed=7)
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="nuwa", grant_timeout_us=30_000_000) as server, \
+                wt_client(server) as client:
+            assert await client.open_session() == 200
+            granter = asyncio.create_task(keep_granting(client, 1 << 20))
+            open_forever = client.request(b'{"v":1,"op":"bulk",', fin=False)
+            half = client.request(b'{"v":1,"op":"bu', fin=False)
+            client._quic.reset_stream(half, 0)
+            good: list[tuple[int, int]] = []
+            bad: list[int] = []
+            for i, body in enumerate(bodies):
+                bad.append(client.request(body))
+                client.send_raw_datagram(body[:GRANT_BYTES])  # garbage datagrams too
+                if i % 30 == 0:
+                    size = 1000 + i
+                    good.append((client.request({"v": 1, "op": "bulk", "size_bytes": size}),
+                                 size))
+                await asyncio.sleep(0)
+            for sid in bad:
+                r = await client.wait(sid)
+                assert r.ended and not r.reset and len(r.frames) == 1, (sid, r.frames)
+                assert r.frames[0].header.frame_type == FrameType.ERROR
+                assert r.error["status"] == 400
+            for sid, size in good:
+                r = await client.wait(sid)
+                assert r.body == bulk_bytes(size)
+            session = server.context.sessions[0]
+            assert not session.closed and not session.flooded
+            assert session.statuses[400] == len(bad)
+            assert not client.results[open_forever].frames  # waits for its FIN, harmlessly
+            r = await client.wait(client.request({"v": 1, "op": "bulk", "size_bytes": 300_000}))
+            assert r.body == bulk_bytes(300_000)
+            granter.cancel()
+            assert session.grants.grants_accepted >= len(good) + 1
+        events = read_jsonl(session_logs(session) / "events.jsonl")
+        errors = [e for e in events if e["event"] == "error_response"]
+        assert len(errors) == len(bad)
+        assert {e["kind"] for e in errors} <= {k.value for k in ErrorKind}
+
+    run(main())
+
+
+# --------------------------------------------------------------------------- paths (item 3)
+
+
+def test_no_byte_outside_the_root_is_served(tmp_path: Path) -> None:
+    """A canary file outside the content root, asked for through every traversal variant
+    (dot segments raw, percent-encoded, double- and triple-encoded, mixed case, overlong
+    UTF-8, backslashes, absolute paths raw and encoded, NUL, symlinks to a file, a
+    directory, the root's parent, an absolute target, a chain and a loop), with and
+    without a byte range: every one is refused (400/403, or 404 where the name simply
+    does not exist under the root), every 403 is logged as ``refused`` with its path and a
+    warning, every refusal has an ``error_response`` event, and no response on the
+    session carries the canary or any 16-byte piece of it."""
+    canary = b"CANARY-" + os.urandom(24).hex().encode() + b"-END"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "canary.txt").write_bytes(canary)
+    (tmp_path / "canary.txt").write_bytes(canary)
+    content = tmp_path / "content"
+    (content / "a" / "b").mkdir(parents=True)
+    (content / "ok.txt").write_bytes(b"fine")
+    os.symlink(outside / "canary.txt", content / "file_link")
+    os.symlink(outside, content / "dir_link")
+    os.symlink(tmp_path, content / "parent_link")
+    os.symlink("../../../canary.txt", content / "a" / "b" / "rel_link")
+    os.symlink(content / "file_link", content / "chain_link")
+    os.symlink(content / "loop_b", content / "loop_a")
+    os.symlink(content / "loop_a", content / "loop_b")
+    abs_canary = str(outside / "canary.txt")
+    enc_abs = abs_canary.replace("/", "%2f")
+    variants = [
+        "/../canary.txt", "/a/../../canary.txt", "/a/b/../../../canary.txt",
+        "/%2e%2e/canary.txt", "/%2E%2E/canary.txt", "/.%2e/canary.txt", "/%2e./canary.txt",
+        "/%2e%2e%2fcanary.txt", "/a%2f..%2f..%2fcanary.txt", "/..%2f..%2fcanary.txt",
+        "/%252e%252e/canary.txt", "/%252e%252e%252fcanary.txt", "/%25252e%25252e/canary.txt",
+        "/%c0%ae%c0%ae/canary.txt", "/%e0%80%ae%e0%80%ae/canary.txt", "/%uff0e%uff0e/canary.txt",
+        "/..\\canary.txt", "/%5c..%5ccanary.txt", "/a\\..\\..\\canary.txt",
+        "/" + abs_canary, "/" + enc_abs, "/%2f" + abs_canary.lstrip("/"),
+        "//" + abs_canary.lstrip("/"), "/./canary.txt", "/a/./../../canary.txt",
+        "/%00/../canary.txt", "/canary.txt%00.m4s", "/C:/canary.txt", "/~/canary.txt",
+        "/file_link", "/dir_link/canary.txt", "/parent_link/canary.txt",
+        "/parent_link/outside/canary.txt", "/a/b/rel_link", "/chain_link", "/loop_a",
+        "/dir_link/../canary.txt", "/../content/../canary.txt",
+    ]
+    not_url_paths = [abs_canary, "canary.txt", "../canary.txt", "", "%2e%2e/canary.txt"]
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="cubic") as server, wt_client(server) as client:
+            assert await client.open_session() == 200
+            asked: dict[int, str] = {}
+            for p in variants + not_url_paths:
+                asked[client.request({"v": 1, "op": "get", "path": p})] = p
+                asked[client.request({"v": 1, "op": "get", "path": p, "range": [0, 9]})] = p
+            ok = client.request({"v": 1, "op": "get", "path": "/ok.txt"})
+            statuses: dict[str, int] = {}
+            by_sid: dict[int, int] = {}
+            for sid, p in asked.items():
+                r = await client.wait(sid)
+                assert len(r.frames) == 1 and r.frames[0].header.frame_type == FrameType.ERROR, p
+                by_sid[sid] = statuses[p] = r.error["status"]
+                assert statuses[p] in (400, 403, 404), (p, r.error)
+            assert (await client.wait(ok)).body == b"fine"
+            everything = b"".join(f.payload for _, f, _ in client.all_frames)
+            pieces = {canary[i:i + 16] for i in range(len(canary) - 15)}
+            assert not any(piece in everything for piece in pieces)
+            session = server.context.sessions[0]
+        # 404 only where the name does not exist under the root (no file outside is probed)
+        # (the absolute file path, sent as a URL path, names <root>/tmp/…, which is absent)
+        assert [p for p, status in statuses.items() if status == 404] == [abs_canary]
+        events = read_jsonl(session_logs(session) / "events.jsonl")
+        refused = [e["path"] for e in events if e["event"] == "refused"]
+        errors = [e for e in events if e["event"] == "error_response"]
+        assert len(errors) == len(asked)
+        n403 = sum(1 for status in by_sid.values() if status == 403)
+        assert len(refused) == n403 and n403 >= 2 * 30, (len(refused), n403)
+        assert {p for p in statuses if statuses[p] == 403} == set(refused)
+        for p in ("/file_link", "/dir_link/canary.txt", "/parent_link/canary.txt",
+                  "/a/b/rel_link", "/chain_link", "/%252e%252e/canary.txt", "/../canary.txt"):
+            assert statuses[p] == 403, (p, statuses[p])
 
     run(main())
