@@ -439,12 +439,15 @@ def test_liar_vs_cubic_under_trace(tmp_path: Path) -> None:
     for r in results:
         assert r["frames_over_ceiling"] == 0, r
         assert r["grant_violations"] == 0, r
-    for r in (liar, replay):
-        # no worse than cubic alone: loss not above cubic's (plus 0.2 points of run noise),
-        # goodput not below 85% of cubic's (the lie neither harms the link nor the liar)
+    for r in (liar, replay, silent):
+        # no more loss than cubic alone (plus 0.2 points of run noise)
         assert r["loss_rate"] <= cubic["loss_rate"] + 0.002, (r, cubic)
-        assert r["goodput_mbps"] >= cubic["goodput_mbps"] * 0.85, (r, cubic)
-    assert replay["grants_dropped"].get("replay", 0) > 0
+    # the 2^62 liar gets cubic's goodput (within run noise), not more than its ceiling allows
+    assert 0.85 * cubic["goodput_mbps"] <= liar["goodput_mbps"] <= 1.15 * cubic["goodput_mbps"]
+    # a replaying client is a silent one (only its first grant counts): it is served through
+    # the fallback, whose window halves each grant timeout, so it gets less than cubic
+    assert replay["grants_dropped"].get("replay", 0) > 0 and replay["fallback_entries"] == 1
+    assert replay["goodput_mbps"] >= silent["goodput_mbps"]
     assert silent["goodput_mbps"] > 0.5 and silent["fallback_entries"] == 1, silent
 
 
