@@ -12,7 +12,7 @@ import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputO
 import { makeNuwaLoader } from "./loader.js";
 
 /** Target-delay presets per application, ms (DESIGN.md: Td per application). */
-export const TD_PRESETS_MS = { vod: 20, live_low_latency: 10 } as const;
+export const TD_PRESETS_MS = { vod: 25, live_low_latency: 10 } as const; // vod = DEFAULT_CONFIG.target_delay_ms (sweep in config.ts)
 export type Preset = keyof typeof TD_PRESETS_MS;
 
 export interface AttachOptions {
@@ -92,7 +92,12 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
     // on progress figures our loader does not produce (AbandonRequestsRule).
     const off = { active: false };
     player.updateSettings({
-      streaming: { abr: { rules: { throughputRule: off, bolaRule: off, insufficientBufferRule: off, switchHistoryRule: off, droppedFramesRule: off, abandonRequestsRule: off, l2ARule: off, loLPRule: off } } },
+      streaming: {
+        abr: { rules: { throughputRule: off, bolaRule: off, insufficientBufferRule: off, switchHistoryRule: off, droppedFramesRule: off, abandonRequestsRule: off, l2ARule: off, loLPRule: off } },
+        // Fast switching replaces buffered segments after an up-switch: it re-downloaded up to
+        // half of the bytes in our runs (NOTES.md) and keeps the buffer near empty.
+        buffer: { fastSwitchEnabled: false },
+      },
     });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));
   }
