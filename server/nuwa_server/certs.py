@@ -148,13 +148,38 @@ def ensure_dev_cert(state_dir: str | os.PathLike[str], now: dt.datetime | None =
     return CertInfo(cert_path, key_path, sha_hex, spki_b64, cert.not_valid_after_utc, generated)
 
 
-def load_cert_info(cert_path: str | os.PathLike[str], key_path: str | os.PathLike[str]) -> CertInfo:
-    """Describe a production certificate given as PEM files (first cert in the file).
+def load_cert_info(
+    cert_path: str | os.PathLike[str],
+    key_path: str | os.PathLike[str],
+    now: dt.datetime | None = None,
+) -> CertInfo:
+    """Describe a production certificate given as PEM files (first cert in the file: the
+    leaf, then its chain) and check it can serve: the key is an unencrypted PEM private
+    key whose public key is the certificate's, and ``now`` lies within the validity.
+
+    Production certificates are validated by browsers the ordinary way (a CA chain, no
+    ``serverCertificateHashes``, no flags), so neither the 14-day limit nor the
+    ECDSA-only rule of dev certificates applies.
 
     Raises:
-        OSError: a file cannot be read. ValueError: not a PEM certificate.
+        OSError: a file cannot be read. ValueError: not a PEM certificate or key, key
+        and certificate do not match, or the certificate is expired or not yet valid.
     """
+    now = now or dt.datetime.now(dt.UTC)
     cert = x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
+    try:
+        key = serialization.load_pem_private_key(Path(key_path).read_bytes(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"--key {key_path}: not an unencrypted PEM private key ({exc})") from None
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(serialization.Encoding.DER, spki) != cert.public_key(
+    ).public_bytes(serialization.Encoding.DER, spki):
+        raise ValueError(f"--key {key_path} does not match the certificate in {cert_path}")
+    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
+        raise ValueError(
+            f"certificate {cert_path} is not valid now ({now.isoformat()}): valid "
+            f"{cert.not_valid_before_utc.isoformat()} .. {cert.not_valid_after_utc.isoformat()}"
+        )
     sha_hex, spki_b64 = cert_hashes(cert)
     return CertInfo(
         Path(cert_path), Path(key_path), sha_hex, spki_b64, cert.not_valid_after_utc, False

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime as dt
 import ipaddress
 import json
 import logging
@@ -62,6 +63,27 @@ class RunningServer:
     quic_server: QuicServer
     oracle_port: int | None = None
     oracle_transport: asyncio.DatagramTransport | None = None
+    quic_config: QuicConfiguration | None = None
+    state_dir: str | None = None
+    """Set in dev mode only (no --cert/--key): where the dev certificate lives."""
+
+    def renew_dev_cert(self, now: dt.datetime | None = None) -> bool:
+        """Dev mode: replace the certificate if it is within 2 days of expiry (certs.py).
+
+        New connections get the new certificate; open ones keep theirs. Returns True
+        when a new one was made (its hash is then ``self.cert.cert_sha256_hex``); always
+        False in production mode (the operator renews a real certificate).
+        """
+        if self.state_dir is None or self.quic_config is None:
+            return False
+        info = ensure_dev_cert(self.state_dir, now)
+        if not info.generated:
+            return False
+        self.quic_config.load_cert_chain(info.cert_path, info.key_path)
+        self.cert = info
+        logger.info("dev certificate renewed: sha256 %s, valid until %s", info.cert_sha256_hex,
+                    info.not_after.isoformat())
+        return True
 
     def ready_line(self, host: str, production: bool) -> dict[str, Any]:
         """The ``ready`` JSON object printed on start."""
@@ -189,7 +211,9 @@ async def start_server(
         sock=sock,
     )
     bound_port = sock.getsockname()[1]
-    running = RunningServer(bound_port, cert, context, transport, quic_server)
+    running = RunningServer(bound_port, cert, context, transport, quic_server,
+                            quic_config=quic_config,
+                            state_dir=None if (cert_path and key_path) else state_dir)
     if config.cc == "oracle":
         o_transport, _ = await loop.create_datagram_endpoint(
             partial(OracleProtocol, context), local_addr=(oracle_host, oracle_port)
@@ -223,6 +247,24 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    help="nuwa mode: fall back after this long without a grant (default 1000)")
     p.add_argument("--log-level", default="INFO", help="stderr log level (default INFO)")
     return p
+
+
+DEV_CERT_CHECK_INTERVAL_S = 3600.0
+"""Dev mode: how often a running server checks its certificate's expiry."""
+
+
+async def _renew_dev_cert_forever(server: RunningServer) -> None:
+    """Dev mode: every hour renew the certificate when due and print
+    ``{"event": "cert_renewed", "cert_sha256_hex": ..., ...}`` on stdout (a harness
+    that pins the hash must pick the new one up for new sessions)."""
+    while server.state_dir is not None:
+        await asyncio.sleep(DEV_CERT_CHECK_INTERVAL_S)
+        if server.renew_dev_cert():
+            sys.stdout.write(json.dumps({"event": "cert_renewed",
+                                         "cert_sha256_hex": server.cert.cert_sha256_hex,
+                                         "spki_sha256_b64": server.cert.spki_sha256_b64,
+                                         "not_after": server.cert.not_after.isoformat()}) + "\n")
+            sys.stdout.flush()
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -265,7 +307,9 @@ async def _run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
     sys.stdout.write(json.dumps(server.ready_line(args.host, bool(args.cert))) + "\n")
     sys.stdout.flush()
+    renewer = asyncio.create_task(_renew_dev_cert_forever(server))
     await stop.wait()
+    renewer.cancel()
     server.close()
     await asyncio.sleep(0.05)  # let CONNECTION_CLOSE packets leave
     return 0
