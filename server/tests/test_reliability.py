@@ -652,7 +652,7 @@ def test_no_byte_outside_the_root_is_served(tmp_path: Path) -> None:
         "/%c0%ae%c0%ae/canary.txt", "/%e0%80%ae%e0%80%ae/canary.txt", "/%uff0e%uff0e/canary.txt",
         "/..\\canary.txt", "/%5c..%5ccanary.txt", "/a\\..\\..\\canary.txt",
         "/" + abs_canary, "/" + enc_abs, "/%2f" + abs_canary.lstrip("/"),
-        "//" + abs_canary.lstrip("/"), "/./canary.txt", "/a/./../../canary.txt",
+        "/%2F" + abs_canary.lstrip("/"), "/./canary.txt", "/a/./../../canary.txt",
         "/%00/../canary.txt", "/canary.txt%00.m4s", "/C:/canary.txt", "/~/canary.txt",
         "/file_link", "/dir_link/canary.txt", "/parent_link/canary.txt",
         "/parent_link/outside/canary.txt", "/a/b/rel_link", "/chain_link", "/loop_a",
