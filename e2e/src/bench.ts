@@ -114,6 +114,8 @@ export interface BenchOptions {
   ratchet_duration_s: number;
   cc: Partial<NuwaConfig>;
   delay_ms: number;
+  /** Scheme oracle: capacity window, ms (undefined: the base RTT, as issue 5 defines the oracle). */
+  oracle_window_ms?: number;
   /** Skip runs whose bench.json already holds a result (resume an interrupted matrix). */
   resume: boolean;
   log?: (line: string) => void;
@@ -171,7 +173,7 @@ export async function runOne(spec: RunSpec, o: BenchOptions): Promise<RunRecord>
     if (spec.kind === "play") {
       m = await runPlay({ trace: spec.trace.path, scheme: spec.scheme as PlayScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc: o.cc });
     } else {
-      m = (await runBulk({ trace: spec.trace.path, scheme: spec.scheme as BulkScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc: o.cc, warmup_s: spec.warmup_s })) as unknown as Record<string, unknown>;
+      m = (await runBulk({ trace: spec.trace.path, scheme: spec.scheme as BulkScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc: o.cc, warmup_s: spec.warmup_s, oracle_window_ms: o.oracle_window_ms })) as unknown as Record<string, unknown>;
     }
     delete m.series; // play_metrics' per-second series stays in the run's summary.json
     rec.metrics = m;

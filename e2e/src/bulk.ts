@@ -29,6 +29,8 @@ export interface BulkOptions {
   /** Controller settings for the page. */
   cc?: Record<string, unknown>;
   warmup_s?: number;
+  /** Scheme oracle: the emulator's capacity window, ms (default: base RTT). */
+  oracle_window_ms?: number;
 }
 
 export interface BulkResult {
@@ -63,7 +65,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
   let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
   const web = await serveStatic(`${REPO_ROOT}e2e/pages`);
   try {
-    link = await startLink({ cc: o.scheme, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out });
+    link = await startLink({ cc: o.scheme, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms });
     const server = link.server;
     const emu = link.emulator;
     browser = await launchChromium();

@@ -21,6 +21,7 @@
  *   --cc JSON --no-ratchet --no-sim --no-sweep --resume (keep runs of DIR that
  *   finished without error: only for the same code and settings)
  *   --report-only (rebuild the report from DIR) --sim-duration S --ratchet-duration S (120)
+ *   --oracle-window-ms MS (the oracle's capacity window; default the base RTT, 50 ms)
  * Seeds are repetitions (the emulator has no randomness at zero random loss;
  * run-to-run spread comes from real timing). Heavy: run it as `flock /tmp/nuwa-heavy.lock ./nuwa bench ...` on a shared machine.
  */
@@ -62,6 +63,7 @@ const { values } = parseArgs({
     "video-duration": { type: "string", default: "60" },
     "sim-duration": { type: "string", default: "60" },
     "ratchet-duration": { type: "string", default: "120" },
+    "oracle-window-ms": { type: "string" },
     out: { type: "string" },
     cc: { type: "string", default: "{}" },
     "no-ratchet": { type: "boolean", default: false },
@@ -122,6 +124,8 @@ const simDuration = Number(values["sim-duration"]);
 if (!(simDuration >= 5 && simDuration <= 600)) fail(`--sim-duration must be 5..600 s (got ${values["sim-duration"]})`);
 const ratchetDuration = Number(values["ratchet-duration"]);
 if (!(ratchetDuration >= 70 && ratchetDuration <= 600)) fail(`--ratchet-duration must be 70..600 s (the metric is the last 60 s; got ${values["ratchet-duration"]})`);
+const oracleWindow = values["oracle-window-ms"] === undefined ? undefined : Number(values["oracle-window-ms"]);
+if (oracleWindow !== undefined && !(oracleWindow >= 1 && oracleWindow <= 10_000)) fail(`--oracle-window-ms must be 1..10000 (got ${values["oracle-window-ms"]})`);
 const mode = quick ? "quick" : values.full ? "full" : sweepOnly ? "sweep" : "custom";
 const out_dir = resolve(values.out ?? `out/bench/${mode}`);
 
@@ -140,6 +144,7 @@ const opts: BenchOptions = {
   cc,
   delay_ms: 25,
   resume: values.resume! && !quick,
+  oracle_window_ms: oracleWindow,
 };
 const doSim = !quick && !values["no-sim"];
 const doSweep = !quick && !values["no-sweep"];

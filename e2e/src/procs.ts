@@ -74,6 +74,8 @@ export interface LinkSetup {
   queue_packets: number;
   /** Run directory: server logs go to `out/server`, the emulator log to `out/emulator.log`. */
   out: string;
+  /** cc oracle: the emulator's measurement window, ms (default: the base RTT, 2 × delay_ms). */
+  oracle_window_ms?: number;
 }
 
 export interface Link {
@@ -91,7 +93,7 @@ export async function startLink(l: LinkSetup): Promise<Link> {
     `${l.out}/server.stderr`,
   );
   let emulator: Started;
-  const oracle = server.ready.oracle_port ? ["--oracle-to", `127.0.0.1:${server.ready.oracle_port}`] : [];
+  const oracle = server.ready.oracle_port ? ["--oracle-to", `127.0.0.1:${server.ready.oracle_port}`, ...(l.oracle_window_ms ? ["--oracle-window-ms", String(l.oracle_window_ms)] : [])] : [];
   try {
     emulator = await startWithReady(
       PYTHON,

@@ -625,8 +625,10 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
                              "rate_filter_ms")),
         "",
         "Schemes: `nuwa` (grants obeyed), `cubic`/`reno` (aioquic's own controller, grants "
-        "ignored), `oracle` (window = capacity the emulator offered over the last base RTT, "
-        "reported to the server one uplink delay late: no receiver can do better causally); "
+        "ignored), `oracle` (window = capacity the emulator offered over the last "
+        f"{index.get('options', {}).get('oracle_window_ms') or 2 * delay_ms:g} ms (base RTT "
+        f"{2 * delay_ms:g} ms), reported to the server one uplink delay late; outstanding bytes "
+        "are counted from the page's grants, as for nuwa); "
         "video: `nuwa` (Nuwa ABR, Nuwa's estimate, grants), `dashjs` (dash.js default ABR and "
         "estimate over cubic), `dashjs_nuwa_estimate` (dash.js ABR fed Nuwa's estimate, grants), "
         "`observe` (cubic; Nuwa estimates and ABR, no grants).",
