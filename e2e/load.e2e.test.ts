@@ -1,0 +1,72 @@
+/**
+ * Load, short version (issue 7, item 7): one aioquic server process, 5 Nuwa
+ * receivers (the Python load client, decisions by the real @nuwa/cc
+ * controller over JSON lines) sharing one emulated 6 Mbit/s bottleneck for
+ * 15 s. The long run (20 sessions, 60 s) is `./nuwa load`, reported in
+ * docs/RELIABILITY.md. Figures come from the workers' receive counts, the
+ * server's /proc entries and its session summaries, and the emulator.
+ */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { PYTHON, REPO_ROOT } from "./src/procs.js";
+
+const execFileP = promisify(execFile);
+const OUT = `${REPO_ROOT}out/e2e/load`;
+
+interface LoadResult {
+  ok: boolean;
+  sessions: number;
+  errors: string[];
+  jain_index: number;
+  goodput_bps: { total: number; min: number; per_session: number[] };
+  link_bps: number;
+  server: { peak_rss_kb: number; rss_kb_samples: [number, number][] };
+  server_sessions: { sessions: number; grant_violations: number; grants_accepted: number };
+  emulator: { valid: boolean };
+}
+
+describe("load: 5 Nuwa sessions, one server, one bottleneck", () => {
+  let r: LoadResult;
+  let exit_code = 0;
+
+  beforeAll(async () => {
+    try {
+      await execFileP(PYTHON, ["-m", "nuwa_server.load", "--sessions", "5", "--duration", "15", "--fair-from-s", "5", "--link-mbps", "6", "--out", OUT, "--json", `${OUT}/result.json`], {
+        cwd: REPO_ROOT,
+        maxBuffer: 16 << 20,
+      });
+    } catch (e) {
+      exit_code = (e as { code?: number }).code ?? -1; // 1: a check failed; the assertions below say which
+      if (exit_code !== 1) throw e;
+    }
+    r = JSON.parse(readFileSync(`${OUT}/result.json`, "utf8")) as LoadResult;
+    console.log(`load: Jain ${r.jain_index.toFixed(3)}, goodput ${(r.goodput_bps.total / 1e6).toFixed(2)} Mbit/s, peak RSS ${(r.server.peak_rss_kb / 1024).toFixed(1)} MiB, errors ${r.errors.length}`);
+  });
+
+  it("every session served, no errors, grants obeyed", () => {
+    expect(r.sessions).toBe(5);
+    expect(r.errors).toEqual([]);
+    expect(r.server_sessions.sessions).toBe(5);
+    expect(r.server_sessions.grants_accepted).toBeGreaterThan(5 * 100);
+    expect(r.server_sessions.grant_violations).toBe(0);
+    for (const g of r.goodput_bps.per_session) expect(g).toBeGreaterThan(0);
+  });
+
+  it("the bottleneck is used (≥ 75 % of the link in frame bytes after 5 s)", () => {
+    expect(r.goodput_bps.total / r.link_bps).toBeGreaterThan(0.75);
+  });
+
+  it("server memory is bounded (peak RSS < 200 MiB, no growth in the second half)", () => {
+    expect(r.server.peak_rss_kb).toBeLessThan(200 * 1024);
+    const s = r.server.rss_kb_samples;
+    const mid = s[Math.floor(s.length / 2)]![1];
+    expect(s[s.length - 1]![1]).toBeLessThan(mid * 1.25);
+  });
+
+  it("equal-demand sessions share fairly (Jain's index ≥ 0.9 after 5 s)", () => {
+    expect(r.jain_index).toBeGreaterThanOrEqual(0.9);
+    expect(exit_code).toBe(0);
+  });
+});
