@@ -2,7 +2,8 @@
  * Bulk-download page for end-to-end runs: opens a Nuwa session, downloads for
  * `duration_s`, records every frame's (seq, send time, receive time, Qd, window)
  * and exposes the log as `window.__nuwa`. Parameters come from the query string:
- * url, hash, mode (control|observe), duration_s, size_bytes, cc (JSON).
+ * url, hash, mode (control|observe), duration_s, size_bytes, cc (JSON),
+ * stall_timeout_ms (optional: the session's stall watchdog, default the player's).
  */
 import { NuwaSession, type TelemetryEvent } from "@nuwa/player";
 
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
     mode: (q.get("mode") ?? "control") as "control" | "observe",
     cc: JSON.parse(q.get("cc") ?? "{}"),
     onTelemetry,
+    ...(q.has("stall_timeout_ms") ? { stall_timeout_ms: Number(q.get("stall_timeout_ms")) } : {}),
   });
   log.started_us = performance.now() * 1000;
   const timer = setInterval(() => {

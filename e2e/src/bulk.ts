@@ -31,6 +31,8 @@ export interface BulkOptions {
   warmup_s?: number;
   /** Scheme oracle: the emulator's capacity window, ms (default: base RTT). */
   oracle_window_ms?: number;
+  /** The page session's stall watchdog, ms (default: the player's, 4 s; an outage test needs more). */
+  stall_timeout_ms?: number;
 }
 
 export interface BulkResult {
@@ -76,6 +78,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       mode: o.scheme === "nuwa" || o.scheme === "oracle" ? "control" : "observe",
       duration_s: String(o.duration_s),
       cc: JSON.stringify(o.cc ?? {}),
+      ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
     });
     const console_lines: string[] = [];
     page.on("console", (m) => console_lines.push(`${m.type()}: ${m.text()}`));
