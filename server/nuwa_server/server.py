@@ -4,14 +4,17 @@ Usage::
 
     python -m nuwa_server.server --host :: --port 4433 --cc nuwa|cubic|reno \\
         --content-root DIR --state-dir DIR [--log-dir DIR] [--qlog-dir DIR] \\
-        [--frame-payload-bytes 1200] [--cert PEM --key PEM]
+        [--frame-payload-bytes 1200] [--cert PEM --key PEM] [--ws-port P]
 
 On start it prints one JSON line to stdout and flushes it::
 
     {"event":"ready","port":4433,"cert_sha256_hex":"…","cc":"nuwa",
      "spki_sha256_b64":"…","host":"::"}
 
-(``cert_sha256_hex`` is null with ``--cert/--key``). Everything else goes to
+(``cert_sha256_hex`` is null with ``--cert/--key``; ``ws_port`` is the TCP
+port of the WebSocket endpoint with ``--ws-port``, else null: see
+:mod:`.websocket`, plain ``ws:`` in dev mode, ``wss:`` with ``--cert/--key``).
+Everything else goes to
 stderr. SIGINT/SIGTERM close the sessions (summaries written) and exit 0.
 """
 
@@ -40,6 +43,7 @@ from aioquic.quic.logger import QuicFileLogger
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
 from .emulator.oracle import OracleMessageError, decode_report
 from .session import CC_MODES, NuwaProtocol, ServerContext, SessionConfig
+from .websocket import start_ws_server
 
 logger = logging.getLogger("nuwa_server.server")
 
@@ -66,6 +70,9 @@ class RunningServer:
     quic_config: QuicConfiguration | None = None
     state_dir: str | None = None
     """Set in dev mode only (no --cert/--key): where the dev certificate lives."""
+    ws_port: int | None = None
+    """TCP port of the WebSocket endpoint (:mod:`.websocket`), when started."""
+    ws_server: Any = None
 
     def renew_dev_cert(self, now: dt.datetime | None = None) -> bool:
         """Dev mode: replace the certificate if it is within 2 days of expiry (certs.py).
@@ -95,6 +102,7 @@ class RunningServer:
             "spki_sha256_b64": self.cert.spki_sha256_b64,
             "host": host,
             "oracle_port": self.oracle_port,
+            "ws_port": self.ws_port,
         }
 
     def close(self) -> None:
@@ -103,6 +111,8 @@ class RunningServer:
             if isinstance(proto, NuwaProtocol):
                 proto.close_all("server_shutdown")
         self.quic_server.close()
+        if self.ws_server is not None:
+            self.ws_server.close()
         if self.oracle_transport is not None:
             self.oracle_transport.close()
         self.context.close_oracle_log()
@@ -179,6 +189,7 @@ async def start_server(
     qlog_dir: str | None = None,
     oracle_host: str = "127.0.0.1",
     oracle_port: int = 0,
+    ws_port: int | None = None,
 ) -> RunningServer:
     """Start listening; returns once the socket is bound (port 0: any free port).
 
@@ -188,6 +199,11 @@ async def start_server(
     With ``config.cc == "oracle"`` it also binds a UDP socket on
     ``oracle_host:oracle_port`` (0: any free port) for the emulator's capacity
     reports; its port is ``RunningServer.oracle_port``.
+
+    With ``ws_port`` (0: any free port) it also serves the WebSocket
+    fallback (:mod:`.websocket`) on TCP ``host:ws_port``, in the same
+    context (same config, content, sessions list): plain ``ws:`` in dev
+    mode, TLS (``wss:``) with ``cert_path``/``key_path``.
 
     Raises:
         ValueError: bad config or certificate arguments. OSError: bind failed.
@@ -220,6 +236,15 @@ async def start_server(
         )
         running.oracle_transport = o_transport
         running.oracle_port = int(o_transport.get_extra_info("sockname")[1])
+    if ws_port is not None:
+        ssl_context = None
+        if cert_path and key_path:
+            import ssl
+
+            ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ssl_context.load_cert_chain(cert_path, key_path)
+        running.ws_server = await start_ws_server(context, host, ws_port, ssl_context)
+        running.ws_port = int(running.ws_server.sockets[0].getsockname()[1])
     return running
 
 
@@ -245,6 +270,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    help="QUIC max UDP payload sent, bytes (default 1350: one frame per packet)")
     p.add_argument("--grant-timeout-ms", type=float, default=1000.0,
                    help="nuwa mode: fall back after this long without a grant (default 1000)")
+    p.add_argument("--ws-port", type=int, default=None,
+                   help="also serve the WebSocket fallback (browsers without WebTransport, "
+                   "PROTOCOL.md) on this TCP port, 0 = any (default: off)")
     p.add_argument("--log-level", default="INFO", help="stderr log level (default INFO)")
     return p
 
@@ -289,6 +317,7 @@ async def _run(args: argparse.Namespace) -> int:
         key_path=args.key,
         qlog_dir=args.qlog_dir,
         oracle_port=args.oracle_port,
+        ws_port=args.ws_port,
     )
     effective = {"event": "config", **asdict(config), "host": args.host, "port": server.port,
                  "quic_congestion_control": config.quic_congestion_control,
