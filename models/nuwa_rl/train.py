@@ -148,8 +148,12 @@ def main() -> None:
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--cc", type=json.loads, default={},
                     help="controller settings (JSON) over sim.ENV_CC_CONFIG (experiments; the shipped model: none)")
+    ap.add_argument("--hp", type=json.loads, default={}, help="RecurrentPPO hyperparameters (JSON) over HYPERPARAMS")
+    ap.add_argument("--policy-kwargs", type=json.loads, default={}, help="(JSON) over POLICY_KWARGS")
     a = ap.parse_args()
     ENV_CC_CONFIG.update(a.cc)
+    HYPERPARAMS.update(a.hp)
+    POLICY_KWARGS.update(a.policy_kwargs)
     out: Path = a.out
     out.mkdir(parents=True, exist_ok=True)
     model, info = train(a.timesteps, a.seed, a.n_envs, out)
