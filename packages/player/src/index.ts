@@ -18,6 +18,7 @@ export { TypedEmitter, type Unsubscribe } from "./emitter.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
 export { backoffDelayMs, DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, resolveReconnectPolicy, SessionManager } from "./reconnect.js";
 export {
+  chooseTransport,
   DEFAULT_STALL_TIMEOUT_MS,
   type NuwaRequest,
   NuwaRequestError,
@@ -29,6 +30,7 @@ export {
   type SessionMode,
   type SessionOptions,
   type TelemetryEvent,
+  type TransportKind,
 } from "./session.js";
 export {
   checkMetadata,

@@ -4,7 +4,14 @@
  * NuwaController with the receive time, grants sent as datagrams
  * (docs/PROTOCOL.md). This file owns the clock, the timers and the sockets;
  * the controller owns none.
+ *
+ * Browsers without WebTransport (or `transport: "websocket"`) get the
+ * `@moq/web-transport-ws` polyfill (WebTransport streams over one WebSocket,
+ * PROTOCOL.md "WebSocket fallback"): it has no datagrams, so grants go as
+ * 44-byte records on the first client unidirectional stream. Requests and
+ * frames are unchanged; the controller sees frames exactly as before.
  */
+import WebTransportWs from "@moq/web-transport-ws";
 import {
   type Decision,
 
@@ -17,6 +24,20 @@ import {
 } from "@nuwa/cc";
 import { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";
 
+/** How a session reaches the server: native WebTransport, or the WebSocket polyfill. */
+export type TransportKind = "webtransport" | "websocket";
+
+/**
+ * The transport `pref` selects: `auto` takes WebTransport when `globalThis.WebTransport`
+ * exists, else the WebSocket fallback.
+ * @throws TypeError on a `pref` that is none of auto, webtransport, websocket
+ */
+export function chooseTransport(pref: "auto" | TransportKind = "auto", g: { WebTransport?: unknown } = globalThis as { WebTransport?: unknown }): TransportKind {
+  if (pref === "webtransport" || pref === "websocket") return pref;
+  if (pref !== "auto") throw new TypeError(`transport must be auto, webtransport or websocket, got ${JSON.stringify(pref)}`);
+  return typeof g.WebTransport === "function" ? "webtransport" : "websocket";
+}
+
 /** `control`: the controller's window is granted; `observe`: it estimates only and sends no grants. */
 export type SessionMode = "control" | "observe";
 
@@ -25,6 +46,14 @@ export interface SessionOptions {
   url: string;
   /** SHA-256 of the server's certificate, hex (dev certificates only; production needs none). */
   serverCertificateHashHex?: string;
+  /** `auto` (default): WebTransport if the page has it, else the WebSocket fallback; or force one. */
+  transport?: "auto" | TransportKind;
+  /**
+   * URL of the server's WebSocket endpoint for the fallback (`--ws-port`), e.g.
+   * `wss://host:443/nuwa` or `http://127.0.0.1:8443/nuwa` (https→wss, http→ws).
+   * Default: `url` (the polyfill rewrites `https:` to `wss:`, same host, port and path).
+   */
+  websocket_url?: string;
   /** Controller settings (merged over DEFAULT_CONFIG). */
   cc?: Partial<NuwaConfig>;
   mode?: SessionMode;
@@ -145,7 +174,8 @@ export class NuwaSession {
   readonly closed: Promise<string>;
   private readonly policy: GrantPolicy;
   private readonly clock_us: () => number;
-  private readonly datagram_writer: WritableStreamDefaultWriter<Uint8Array>;
+  /** Where grants go: the datagram writer (WebTransport) or the grant stream's writer (WebSocket fallback). */
+  private readonly grant_writer: WritableStreamDefaultWriter<Uint8Array>;
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly stall_timeout_us: number;
   private readonly open_requests = new Set<OpenRequest>();
@@ -162,6 +192,9 @@ export class NuwaSession {
   private constructor(
     private readonly wt: WebTransport,
     private readonly opts: SessionOptions,
+    /** The transport this session runs on. */
+    readonly transport: TransportKind,
+    grant_stream: WritableStream<Uint8Array> | null,
   ) {
     this.controller = new NuwaController(opts.cc ?? {});
     this.mode = opts.mode ?? "control";
@@ -174,7 +207,7 @@ export class NuwaSession {
     this.closed = new Promise((r) => {
       this.resolve_closed = r;
     });
-    this.datagram_writer = wt.datagrams.writable.getWriter();
+    this.grant_writer = (grant_stream ?? wt.datagrams.writable).getWriter();
     this.timer = setInterval(() => this.onTimer(), opts.tick_interval_ms ?? 5);
     wt.closed.then(
       (info) => this.shutdown(`closed by the server (code ${info?.closeCode ?? 0}${info?.reason ? `: ${info.reason}` : ""})`),
@@ -184,15 +217,33 @@ export class NuwaSession {
 
   /**
    * Open a session.
-   * @throws TypeError on a malformed certificate hash; RangeError on a bad stall_timeout_ms; WebTransportError if the handshake fails
+   * @throws TypeError on a malformed certificate hash or transport; RangeError on a bad stall_timeout_ms; WebTransportError if the handshake fails; Error if the WebSocket fallback closes before it opens
    */
   static async connect(opts: SessionOptions): Promise<NuwaSession> {
-    const init: WebTransportOptions = {};
-    if (opts.serverCertificateHashHex) init.serverCertificateHashes = [{ algorithm: "sha-256", value: hexToBytes(opts.serverCertificateHashHex) as BufferSource }];
-    const wt = new WebTransport(opts.url, init);
+    const kind = chooseTransport(opts.transport ?? "auto");
+    let wt: WebTransport;
+    if (kind === "websocket") {
+      // The polyfill ignores certificate hashes (a browser checks a wss: certificate itself).
+      wt = new WebTransportWs(opts.websocket_url ?? opts.url);
+    } else {
+      const init: WebTransportOptions = {};
+      if (opts.serverCertificateHashHex) init.serverCertificateHashes = [{ algorithm: "sha-256", value: hexToBytes(opts.serverCertificateHashHex) as BufferSource }];
+      wt = new WebTransport(opts.url, init);
+    }
     try {
+      if (kind === "websocket") {
+        // The polyfill's `ready` never rejects: a WebSocket that fails resolves `closed` instead.
+        await Promise.race([
+          wt.ready,
+          wt.closed.then((info) => {
+            throw new Error(`WebSocket session closed before it opened (code ${info?.closeCode ?? 0}${info?.reason ? `: ${info.reason}` : ""})`);
+          }),
+        ]);
+        // Grants: the first client unidirectional stream (id 2), 44-byte records back to back (PROTOCOL.md).
+        return new NuwaSession(wt, opts, kind, await wt.createUnidirectionalStream());
+      }
       await wt.ready;
-      return new NuwaSession(wt, opts);
+      return new NuwaSession(wt, opts, kind, null);
     } catch (e) {
       try {
         wt.close();
@@ -240,8 +291,8 @@ export class NuwaSession {
       echo_hold_us: Math.min(2 ** 32 - 1, Math.max(0, Math.round(t_us - this.last_recv_us))),
     });
     this.policy.sent(t_us, window_bytes);
-    this.datagram_writer.write(grant).catch((err: unknown) => {
-      if (this.close_reason === null) this.emit({ type: "error", t_us, message: `grant datagram: ${String(err)}` }); // after close: expected, not news
+    this.grant_writer.write(grant).catch((err: unknown) => {
+      if (this.close_reason === null) this.emit({ type: "error", t_us, message: `grant ${this.transport === "websocket" ? "stream" : "datagram"}: ${String(err)}` }); // after close: expected, not news
     });
     this.emit({ type: "grant", t_us, grant_seq: this.grant_seq, window_bytes, cum_received_bytes: cum });
   }

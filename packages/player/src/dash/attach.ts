@@ -7,7 +7,7 @@
  */
 import type { NuwaConfig } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
-import { NuwaSession, type SessionMode, type TelemetryEvent } from "../session.js";
+import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputOverride } from "./abr.js";
 import { makeNuwaLoader } from "./loader.js";
 
@@ -19,6 +19,10 @@ export interface AttachOptions {
   /** Session URL, e.g. `https://127.0.0.1:4433/nuwa`. */
   url: string;
   serverCertificateHashHex?: string;
+  /** `auto` (default): WebTransport if the page has it, else the WebSocket fallback (session.ts); or force one. */
+  transport?: "auto" | TransportKind;
+  /** The server's WebSocket endpoint for the fallback (default: `url`, https→wss). */
+  websocket_url?: string;
   cc?: Partial<NuwaConfig>;
   /** `control` grants the window; `observe` estimates only (the server runs its own cubic). */
   mode?: SessionMode;
@@ -71,7 +75,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   // One session at a time, reconnected with backoff; each new session gets a fresh controller (reconnect.ts says why).
   const manager = new SessionManager(
     (hooks) =>
-      NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, cc, mode: o.mode ?? "control", onTelemetry: o.onTelemetry, stall_timeout_ms: o.stall_timeout_ms, onStall: hooks.onStall }),
+      NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, transport: o.transport, websocket_url: o.websocket_url, cc, mode: o.mode ?? "control", onTelemetry: o.onTelemetry, stall_timeout_ms: o.stall_timeout_ms, onStall: hooks.onStall }),
     o.reconnect,
     { onTelemetry: o.onTelemetry, now_us },
   );

@@ -189,6 +189,7 @@ describe("createNuwaPlayer events", () => {
 
   it("reports a session that cannot open as an error event and a rejected session", async () => {
     vi.stubGlobal("WebTransport", undefined);
+    vi.stubGlobal("WebSocket", undefined); // no WebSocket fallback either (session.ts)
     const f = fakeDashjs();
     const p = createNuwaPlayer(video, { dashjs: f.mod, url: URL_, mpd: "/m.mpd" });
     const errors: NuwaPlayerEvents["error"][] = [];
@@ -198,7 +199,7 @@ describe("createNuwaPlayer events", () => {
     // Once, with the cause (the session's own telemetry or createNuwaPlayer's fallback says it).
     expect(errors).toHaveLength(1);
     expect(errors[0]!.source).toBe("session");
-    expect(errors[0]!.message).toMatch(/WebTransport is not (a constructor|defined)/);
+    expect(errors[0]!.message).toMatch(/(WebTransport|WebSocket) is not (a constructor|defined)/);
     expect(Number.isNaN(p.estimateBps())).toBe(true);
     p.destroy();
   });
