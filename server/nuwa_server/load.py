@@ -22,8 +22,9 @@ Workloads (``--mode``):
   sessions' goodputs from ``--fair-from-s`` to the end.
 * ``paced``: every session fetches one segment of ``--rate-mbps`` ×
   ``--segment-s`` bits every ``--segment-s`` seconds (a live video at a fixed
-  bitrate); a segment misses its deadline when its last byte arrives more
-  than ``--segment-s`` after its request.
+  bitrate; sessions' segment phases are spread over one segment); a segment
+  misses its deadline when its last byte arrives more than ``--segment-s``
+  after its request.
 
 CLI (``./nuwa load`` runs it)::
 
@@ -416,7 +417,9 @@ class Worker:
             return
         seg_bytes = int(a.rate_mbps * 1e6 * a.segment_s / 8)
         k = 0
-        start = time.monotonic()
+        # Viewers are not in step: spread the sessions' segment phases over one segment
+        # (golden-ratio sequence), or every session would start a burst at the same instant.
+        start = time.monotonic() + ((r.sid or 0) * 0.6180339887 % 1.0) * a.segment_s
         while True:
             t_next = start + k * a.segment_s
             if t_next + a.segment_s > stop_at:
