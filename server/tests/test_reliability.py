@@ -329,6 +329,7 @@ def test_client_that_stops_granting_is_not_starved(tmp_path: Path) -> None:
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIAR_TRACE = REPO_ROOT / "traces" / "4G" / "mahimahi-tmobile-lte-short.mahi"
 LIAR_DURATION_S = float(os.environ.get("NUWA_LIAR_DURATION_S", "20"))
+LIAR_QUEUE_PACKETS = int(os.environ.get("NUWA_LIAR_QUEUE_PACKETS", "1000"))
 
 
 async def _start_ready(args: list[str], stderr_path: Path) -> tuple[Any, dict[str, Any]]:
@@ -356,9 +357,10 @@ async def _stop(proc: Any) -> None:
 
 
 async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float,
-                           trace: Path = LIAR_TRACE) -> dict[str, Any]:
+                           trace: Path = LIAR_TRACE,
+                           queue_packets: int = LIAR_QUEUE_PACKETS) -> dict[str, Any]:
     """One bulk download for ``duration_s`` through the emulator (``trace``, 25 ms each
-    way, 1000-packet drop-tail) from a server in ``cc`` mode, the client behaving as
+    way, ``queue_packets`` drop-tail) from a server in ``cc`` mode, the client behaving as
     ``behaviour``: ``passive`` (no grants), ``liar`` (2^62-byte windows, honest cum, 1 kHz),
     ``replay`` (the same 2^62 grant, seq 1, repeated at 1 kHz), ``silent`` (no grants, nuwa).
 
@@ -375,7 +377,7 @@ async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float
         emu, emu_ready = await _start_ready(
             ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0",
              "--server", f"127.0.0.1:{ready['port']}", "--trace", str(trace),
-             "--delay-ms", "25", "--uplink-delay-ms", "25", "--queue-packets", "1000",
+             "--delay-ms", "25", "--uplink-delay-ms", "25", "--queue-packets", str(queue_packets),
              "--log", str(out / "emulator.log"), "--summary-json", str(out / "emulator.json")],
             out / "emulator.stderr")
         async with connect("127.0.0.1", emu_ready["listen_port"],
@@ -431,8 +433,10 @@ def test_liar_vs_cubic_under_trace(tmp_path: Path) -> None:
                for cc, b in runs]
     dest = REPO_ROOT / "out" / "reliability"
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / "liar.json").write_text(json.dumps(
-        {"trace": LIAR_TRACE.name, "duration_s": LIAR_DURATION_S, "runs": results}, indent=1))
+    name = "liar.json" if LIAR_QUEUE_PACKETS == 1000 else f"liar-q{LIAR_QUEUE_PACKETS}.json"
+    (dest / name).write_text(json.dumps(
+        {"trace": LIAR_TRACE.name, "duration_s": LIAR_DURATION_S,
+         "queue_packets": LIAR_QUEUE_PACKETS, "runs": results}, indent=1))
     for r in results:
         print(json.dumps(r))
     cubic, liar, replay, silent = results
