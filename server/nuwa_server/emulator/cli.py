@@ -4,11 +4,17 @@ Prints one JSON line ``{"event": "ready", "listen_port": P, ...}`` once the
 link clock has started, relays until SIGTERM/SIGINT or ``--duration``, then
 writes the summary JSON and prints ``{"event": "done", ...}``. Exit status:
 0 on a valid run, 3 on a run whose timing self-check failed, 2 on bad arguments.
+
+``--tcp`` relays TCP instead of UDP (:mod:`.tcp_relay`, for the WebSocket
+fallback): same trace link and log, but a full queue stops reading from the
+server (backpressure) instead of dropping; ``--loss``, the uplink rate or
+trace and the oracle are refused there.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import signal
 import sys
@@ -18,6 +24,7 @@ from typing import Any
 from .link import QueueLimit
 from .relay import Relay, RelayConfig
 from .summary import build_summary, write_summary
+from .tcp_relay import UNIT_BYTES, TcpRelay, TcpRelayConfig
 from .trace import TraceError, load_trace
 
 
@@ -73,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         "between QUIC clients and one server.",
     )
     p.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT clients send to (0: any)")
+    p.add_argument("--tcp", action="store_true",
+                   help="relay TCP (WebSocket fallback) instead of UDP: a full queue applies "
+                   "backpressure instead of dropping (tcp_relay.py)")
     p.add_argument("--server", required=True, help="HOST:PORT of the QUIC server")
     p.add_argument("--trace", required=True, help="downlink mahimahi trace file")
     p.add_argument(
@@ -187,6 +197,53 @@ def config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> Relay
     )
 
 
+def tcp_config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> TcpRelayConfig:
+    """``--tcp``: validate into a :class:`TcpRelayConfig` (``p.error`` exits with 2)."""
+    if a.loss:
+        p.error("--tcp: --loss is not possible (TCP bytes cannot be dropped)")
+    if a.uplink_trace or a.uplink_mbps is not None:
+        p.error("--tcp: the uplink is a fixed delay only (no --uplink-trace/--uplink-mbps)")
+    if a.oracle_to:
+        p.error("--tcp: --oracle-to is not supported")
+    cfg = config_from_args(p, a)
+    if a.queue_bytes is not None:
+        limit = a.queue_bytes
+    else:
+        limit = (a.queue_packets if a.queue_packets is not None else 1000) * UNIT_BYTES
+    try:
+        return TcpRelayConfig(server=cfg.server, trace=cfg.trace, log_path=cfg.log_path,
+                              listen=cfg.listen, delay_ms=cfg.delay_ms,
+                              uplink_delay_ms=cfg.uplink_delay_ms, limit_bytes=limit,
+                              duration_s=cfg.duration_s)
+    except ValueError as e:
+        p.error(f"--tcp: {e}")
+
+
+def _main_tcp(p: argparse.ArgumentParser, a: argparse.Namespace) -> int:
+    cfg = tcp_config_from_args(p, a)
+
+    async def go() -> Any:
+        relay = TcpRelay(cfg, on_ready=lambda info: _emit({"event": "ready", **info}))
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, relay.request_stop)
+        stats = await relay.run()
+        return stats, relay
+
+    try:
+        stats, relay = asyncio.run(go())
+    except OSError as e:
+        p.error(f"cannot listen on {a.listen}: {e}")
+    summary = build_summary(cfg.log_path, cfg.trace, stats)
+    summary["tcp"] = {"limit_bytes": cfg.limit_bytes, "max_held_bytes": relay.max_held_bytes,
+                      "backpressure_waits": relay.backpressure_waits}
+    if a.summary_json:
+        write_summary(a.summary_json, summary)
+    _emit({"event": "done", "valid": summary["valid"], "summary": a.summary_json,
+           "lateness_ms": summary["lateness_ms"], "cpu_s": summary["cpu_s"], "mode": "tcp"})
+    return 0 if summary["valid"] else 3
+
+
 def _emit(obj: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -196,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the emulator CLI; returns the exit status."""
     p = build_parser()
     a = p.parse_args(argv)
+    if a.tcp:
+        return _main_tcp(p, a)
     cfg = config_from_args(p, a)
     relay = Relay(cfg, on_ready=lambda info: _emit({"event": "ready", **info}))
     try:
