@@ -4,7 +4,8 @@
  * estimate. Records per-second samples of Nuwa's and dash.js's estimates, the
  * buffer, bitrate changes, stalls, and every frame's timing, exposed as
  * `window.__nuwa_play`. Query: url, hash, mpd, duration_s, scheme
- * (nuwa | dashjs | dashjs_nuwa_estimate | observe), cc (JSON).
+ * (nuwa | dashjs | dashjs_nuwa_estimate | observe), cc (JSON), transport
+ * (auto | webtransport | websocket), ws_url (the WebSocket fallback's URL).
  */
 import { type AttachOptions, attachNuwa } from "@nuwa/player";
 import * as dashjsModule from "dashjs";
@@ -24,6 +25,8 @@ interface PlayLog {
   quality_changes: { t_us: number; bitrate_kbps: number }[];
   stalls: { start_us: number; end_us: number | null }[];
   abr_reasons: string[];
+  /** The transport the first session ran on (session.ts `transport`). */
+  transport?: string;
 }
 
 declare global {
@@ -47,6 +50,8 @@ async function main(): Promise<void> {
   const opts: AttachOptions = {
     url: q.get("url")!,
     serverCertificateHashHex: q.get("hash") ?? undefined,
+    transport: (q.get("transport") ?? "auto") as AttachOptions["transport"],
+    websocket_url: q.get("ws_url") ?? undefined,
     cc: JSON.parse(q.get("cc") ?? "{}"),
     mode: scheme === "observe" ? "observe" : "control",
     abr: scheme === "nuwa" || scheme === "observe" ? "nuwa" : "dashjs",
@@ -67,6 +72,7 @@ async function main(): Promise<void> {
   player.updateSettings({ debug: { logLevel: Number(q.get("log_level") ?? "2") }, streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } });
   player.on(dashjs.MediaPlayer.events.ERROR, (e: unknown) => console.error("dash.js error", JSON.stringify(e).slice(0, 500)));
   const session = await nuwa.session;
+  log.transport = session.transport;
   player.on(dashjs.MediaPlayer.events.THROUGHPUT_MEASUREMENT_STORED, () => {});
   player.on(dashjs.MediaPlayer.events.QUALITY_CHANGE_RENDERED, (e: { mediaType: string; newRepresentation?: { bandwidth: number } }) => {
     if (e.mediaType === "video" && e.newRepresentation) log.quality_changes.push({ t_us: now_us(), bitrate_kbps: e.newRepresentation.bandwidth / 1000 });
