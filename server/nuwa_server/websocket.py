@@ -404,8 +404,16 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
         conn = WsNuwaConnection(ws, context, counter["n"])
         await conn.run()
 
+    # asyncio binds "::" IPv6-only (IPV6_V6ONLY): bind a dual-stack socket ourselves.
+    where: dict[str, Any] = {"host": host, "port": port}
+    if host == "::":
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(("::", port))
+        where = {"sock": sock}
     return await serve(
-        handler, host, port,
+        handler, **where,
         subprotocols=[WS_SUBPROTOCOL],  # type: ignore[list-item]
         process_request=process_request,
         compression=None,

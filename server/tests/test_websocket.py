@@ -233,3 +233,23 @@ async def _bad_frames_and_wrong_path_or_subprotocol(tmp_path: Path) -> None:
             frames = await _read_responses(ws, {0})
             assert [f.header.frame_type for f in frames[0]] == [FrameType.ERROR]
             assert json.loads(frames[0][0].payload)["status"] == 400
+
+
+def test_dual_stack_on_default_host(tmp_path: Path) -> None:
+    """``--host ::`` (the default) takes IPv4 and IPv6 clients on the one ws port."""
+
+    async def go() -> list[str]:
+        server = await start_server(SessionConfig(), host="::", port=0,
+                                    state_dir=str(tmp_path / "state"), ws_port=0)
+        got = []
+        try:
+            for host in ("127.0.0.1", "[::1]"):
+                async with connect(f"ws://{host}:{server.ws_port}/nuwa",
+                                   subprotocols=["webtransport"]) as ws:  # type: ignore[list-item]
+                    got.append(str(ws.subprotocol))
+        finally:
+            server.close()
+            await server.ws_server.wait_closed()
+        return got
+
+    assert asyncio.run(go()) == ["webtransport", "webtransport"]
