@@ -277,6 +277,10 @@ class LoadReceiver(QuicConnectionProtocol):
             self.last_send_time_us,
             min((1 << 32) - 1, max(0, t - self.last_recv_us)) if self.last_recv_us else 0,
         )
+        # Grants are state, latest wins: drop any grant still queued unsent (aioquic queues
+        # datagrams without limit while its congestion window is full, e.g. through an
+        # outage, and would then burst them all; quiche, in Chromium, expires queued datagrams).
+        self._quic._datagrams_pending.clear()
         self.h3.send_datagram(self.session_id, encode_grant(g))
         self.stats.grants += 1
         self.transmit()
@@ -777,6 +781,8 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
         "--state-dir",
         str(REPO_ROOT / ".cache" / "dev-cert"),
     ]
+    if a.server_logs:
+        server_cmd += ["--log-dir", str(out / "server")]
     spy = REPO_ROOT / ".venv" / "bin" / "py-spy"
     profile_path = out / "server-profile.txt"
     if a.profile and spy.exists():
@@ -990,6 +996,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cc", default="{}", help="controller config JSON for every receiver")
     p.add_argument("--profile", action="store_true", help="run the server under py-spy")
+    p.add_argument(
+        "--server-logs",
+        action="store_true",
+        help="server per-session logs (frames, grants) in OUT/server (costs CPU)",
+    )
     # worker mode (internal)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--connect", help=argparse.SUPPRESS)
