@@ -249,6 +249,23 @@ describe("NuwaSession close and stall", () => {
     expect(wt.closeCalls).toBe(1);
   });
 
+  it("without onStall or an explicit timeout, rides out a 12 s dark downlink and closes only after 20 s", async () => {
+    let now_us = 0;
+    const { s, wt } = await open({ clock: () => now_us });
+    const n = wt.nextStream();
+    const p = s.request({ op: "get", path: "/a" });
+    const st = await n;
+    p.catch(() => {});
+    st.send(HEAD, { status: 200, total_bytes: 100, body_bytes: 100 });
+    await new Promise((r) => setTimeout(r, 20));
+    now_us += 12_000_000; // Lumos LTE's outage
+    await new Promise((r) => setTimeout(r, 30));
+    expect(s.closeReason).toBeNull();
+    now_us += 8_500_000;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(s.closeReason).toMatch(/stalled: nothing received for 20500 ms/);
+  });
+
   it("with onStall: reports the stall once instead of closing; `stalled` clears when data arrives", async () => {
     let now_us = 0;
     const stalls: number[] = [];

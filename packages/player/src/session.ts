@@ -69,7 +69,8 @@ export interface SessionOptions {
    * Close the session when requests are open and nothing has arrived for this
    * long, ms (0: never). A server that died without closing (crash, restart,
    * route gone) is otherwise only noticed at QUIC's idle timeout (RFC 9000
-   * §10.1, tens of seconds in Chromium). Default 4000.
+   * §10.1, tens of seconds in Chromium). Default 4000 with `onStall`
+   * (DEFAULT_STALL_TIMEOUT_MS), 20000 without (DEFAULT_CLOSE_ON_STALL_MS).
    */
   stall_timeout_ms?: number;
   /**
@@ -82,8 +83,15 @@ export interface SessionOptions {
   onStall?: (silent_ms: number, open_requests: number) => void;
 }
 
-/** Default `stall_timeout_ms`. */
+/** Default `stall_timeout_ms` when an `onStall` handler decides what a stall means (reconnect.ts). */
 export const DEFAULT_STALL_TIMEOUT_MS = 4000;
+/**
+ * Default `stall_timeout_ms` without an `onStall` handler, when a stall closes the
+ * session: longer than the real outages in our traces (12 s on Lumos LTE), so a
+ * dark downlink is ridden out (issue 7 item 4), and shorter than Chromium's QUIC
+ * idle timeout (30 s), so a dead server is still noticed first here.
+ */
+export const DEFAULT_CLOSE_ON_STALL_MS = 20_000;
 
 /** Typed telemetry events. */
 export type TelemetryEvent =
@@ -200,7 +208,7 @@ export class NuwaSession {
     this.mode = opts.mode ?? "control";
     this.policy = new GrantPolicy({ ...DEFAULT_GRANT_POLICY, ...opts.grants });
     this.clock_us = opts.clock_us ?? (() => performance.now() * 1000);
-    const stall_ms = opts.stall_timeout_ms ?? DEFAULT_STALL_TIMEOUT_MS;
+    const stall_ms = opts.stall_timeout_ms ?? (opts.onStall ? DEFAULT_STALL_TIMEOUT_MS : DEFAULT_CLOSE_ON_STALL_MS);
     if (!(stall_ms >= 0) || !Number.isFinite(stall_ms)) throw new RangeError(`stall_timeout_ms must be a finite number ≥ 0, got ${stall_ms}`);
     this.stall_timeout_us = stall_ms * 1000;
     this.last_activity_us = this.clock_us();
