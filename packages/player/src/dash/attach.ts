@@ -8,8 +8,10 @@
 import type { NuwaConfig } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
+import type { RlTunerOptions, TunerEvent } from "../tuner.js";
 import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputOverride } from "./abr.js";
 import { makeNuwaLoader } from "./loader.js";
+import { attachRlTuner } from "./rl.js";
 
 /** Target-delay presets per application, ms (DESIGN.md: Td per application). */
 export const TD_PRESETS_MS = { vod: 25, live_low_latency: 10 } as const; // vod = DEFAULT_CONFIG.target_delay_ms (sweep in config.ts)
@@ -23,7 +25,13 @@ export interface AttachOptions {
   transport?: "auto" | TransportKind;
   /** The server's WebSocket endpoint for the fallback (default: `url`, https→wss). */
   websocket_url?: string;
-  cc?: Partial<NuwaConfig>;
+  /**
+   * Controller settings, plus the k tuner of issue 6: `tuner: "rl"` with `model` (URL or bytes
+   * of the exported .onnx) runs Nuwa-RL (dash/rl.ts) and applies the settings it was trained
+   * with (RL_CC) under yours; a model that fails to load leaves k fixed and says so in
+   * telemetry (`tuner_fallback`). `tuner_options` go to the tuner (tuner.ts RlTunerOptions).
+   */
+  cc?: AttachCc;
   /** `control` grants the window; `observe` estimates only (the server runs its own cubic). */
   mode?: SessionMode;
   /** `nuwa`: Nuwa's rule decides; `dashjs`: dash.js's own rules decide. */
@@ -31,7 +39,7 @@ export interface AttachOptions {
   /** `nuwa`: dash.js's throughput figure is Nuwa's; `dashjs`: dash.js keeps its own. */
   estimate?: "nuwa" | "dashjs";
   preset?: Preset;
-  onTelemetry?: (e: TelemetryEvent | { type: "abr"; t_us: number; decision: AbrDecision }) => void;
+  onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision }) => void;
   /** dash.js's own throughput average, kbit/s, whenever its rules ask for it. */
   onDashjsEstimate?: (kbps: number) => void;
   /** Reconnect backoff when the session ends (reconnect.ts). */
@@ -39,6 +47,9 @@ export interface AttachOptions {
   /** A session that receives nothing for this long while requests are open is stalled, ms (session.ts, default 4000; 0: never): a second session is tried, and the stalled one closed if that opens first (reconnect.ts). */
   stall_timeout_ms?: number;
 }
+
+/** `AttachOptions.cc`: controller settings and the optional k tuner. */
+export type AttachCc = Partial<NuwaConfig> & { tuner?: "fixed" | "rl"; model?: string | Uint8Array; tuner_options?: Omit<RlTunerOptions, "model"> };
 
 /** Slice of the dash.js MediaPlayer used here. */
 export interface DashPlayerLike {
@@ -70,12 +81,33 @@ export interface NuwaAttachment {
 
 export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: AttachOptions): NuwaAttachment {
   const now_us = () => performance.now() * 1000;
-  const cc = { ...o.cc };
-  if (o.preset && cc.target_delay_ms === undefined) cc.target_delay_ms = TD_PRESETS_MS[o.preset];
+  const { tuner, model, tuner_options, ...cc_in } = o.cc ?? {};
+  if (tuner !== undefined && tuner !== "fixed" && tuner !== "rl") throw new TypeError(`attachNuwa: cc.tuner must be "fixed" or "rl", got ${String(tuner)}`);
+  if (tuner === "rl" && !(typeof model === "string" || model instanceof Uint8Array)) throw new TypeError('attachNuwa: cc.tuner "rl" needs cc.model (the .onnx URL or bytes)');
+  let attachment: NuwaAttachment | null = null;
+  const rl =
+    tuner === "rl"
+      ? attachRlTuner(() => attachment, player, {
+          ...tuner_options,
+          model: model as string | Uint8Array,
+          onEvent: (e) => {
+            tuner_options?.onEvent?.(e);
+            o.onTelemetry?.(e);
+          },
+        })
+      : null;
+  const cc: Partial<NuwaConfig> = { ...(rl ? rl.cc : {}), ...cc_in };
+  if (o.preset && cc_in.target_delay_ms === undefined && !rl) cc.target_delay_ms = TD_PRESETS_MS[o.preset];
+  const onTelemetry = rl
+    ? (e: TelemetryEvent) => {
+        rl.onTelemetry(e);
+        o.onTelemetry?.(e);
+      }
+    : o.onTelemetry;
   // One session at a time, reconnected with backoff; each new session gets a fresh controller (reconnect.ts says why).
   const manager = new SessionManager(
     (hooks) =>
-      NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, transport: o.transport, websocket_url: o.websocket_url, cc, mode: o.mode ?? "control", onTelemetry: o.onTelemetry, stall_timeout_ms: o.stall_timeout_ms, onStall: hooks.onStall }),
+      NuwaSession.connect({ url: o.url, serverCertificateHashHex: o.serverCertificateHashHex, transport: o.transport, websocket_url: o.websocket_url, cc, mode: o.mode ?? "control", onTelemetry, stall_timeout_ms: o.stall_timeout_ms, onStall: hooks.onStall }),
     o.reconnect,
     { onTelemetry: o.onTelemetry, now_us },
   );
@@ -105,7 +137,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
     });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));
   }
-  return {
+  attachment = {
     session,
     current: () => manager.current,
     sessionCount: () => manager.count,
@@ -122,6 +154,10 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       const c = manager.current;
       return c ? c.controller.estimate(now_us()).bps : Number.NaN;
     },
-    close: () => manager.close(),
+    close: () => {
+      rl?.stop();
+      manager.close();
+    },
   };
+  return attachment;
 }

@@ -13,6 +13,7 @@
 import type { BandwidthEstimate, NuwaConfig, Phase } from "@nuwa/cc";
 import { TypedEmitter, type Unsubscribe } from "../emitter.js";
 import type { NuwaSession, TelemetryEvent } from "../session.js";
+import type { TunerEvent } from "../tuner.js";
 import type { AbrDecision } from "./abr.js";
 import { type AttachOptions, attachNuwa, type DashjsLike, type DashPlayerLike, type NuwaAttachment, type Preset } from "./attach.js";
 
@@ -146,7 +147,7 @@ function resolveDashjs(mod: unknown): DashjsLike & { MediaPlayer: (() => { creat
  * @param target_delay_ms Td in force, ms (NaN when unknown)
  */
 export function telemetryToPlayerEvent(
-  e: TelemetryEvent | { type: "abr"; t_us: number; decision: AbrDecision },
+  e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision },
   target_delay_ms: number,
 ): { [K in NuwaPlayerEventType]: { type: K; event: NuwaPlayerEvents[K] } }[NuwaPlayerEventType] | null {
   switch (e.type) {
@@ -181,7 +182,7 @@ export function telemetryToPlayerEvent(
     case "reconnect":
       return { type: "session", event: { t_us: e.t_us, state: "reconnecting", attempt: e.attempt, delay_ms: e.delay_ms, reason: e.reason } };
     default:
-      return null; // rtt: folded into the estimate
+      return null; // rtt: folded into the estimate; tuner_*: reach options.onTelemetry only
   }
 }
 
