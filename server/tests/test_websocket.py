@@ -253,3 +253,33 @@ def test_dual_stack_on_default_host(tmp_path: Path) -> None:
         return got
 
     assert asyncio.run(go()) == ["webtransport", "webtransport"]
+
+
+def test_wss_with_cert_and_key(tmp_path: Path) -> None:
+    """Production mode (``--cert/--key``): the WebSocket endpoint speaks TLS (``wss:``)
+    with that certificate; a client that trusts it connects, a plain ``ws:`` client fails."""
+    import ssl
+
+    from nuwa_server.certs import ensure_dev_cert
+
+    info = ensure_dev_cert(tmp_path / "pem")  # a self-signed PEM pair stands in for a real one
+
+    async def go() -> str:
+        server = await start_server(SessionConfig(), host="127.0.0.1", port=0,
+                                    cert_path=str(info.cert_path), key_path=str(info.key_path),
+                                    ws_port=0)
+        try:
+            ctx = ssl.create_default_context(cafile=str(info.cert_path))
+            async with connect(f"wss://127.0.0.1:{server.ws_port}/nuwa", ssl=ctx,
+                               subprotocols=["webtransport"]) as ws:  # type: ignore[list-item]
+                proto = str(ws.subprotocol)
+            with pytest.raises(Exception):  # noqa: B017 - any failure: TLS server, plain client
+                async with connect(f"ws://127.0.0.1:{server.ws_port}/nuwa",
+                                   subprotocols=["webtransport"], open_timeout=2):  # type: ignore[list-item]
+                    pass
+            return proto
+        finally:
+            server.close()
+            await server.ws_server.wait_closed()
+
+    assert asyncio.run(go()) == "webtransport"
