@@ -59,6 +59,7 @@ from aioquic.quic.events import (
     StreamReset,
 )
 
+from .ceiling import CEILING_NAME
 from .content import ContentError, ContentRoot, satisfiable_range
 from .grants import FloodGuard, GrantConfig, GrantDecision, GrantState, WriteBudget
 from .protocol import (
@@ -178,8 +179,8 @@ class SessionConfig:
 
     @property
     def quic_congestion_control(self) -> str:
-        """aioquic congestion control name: cubic for ``nuwa``/``oracle`` (the ceiling)."""
-        return "cubic" if self.cc in ("nuwa", "oracle") else self.cc
+        """aioquic congestion control: the Cubic ceiling (ceiling.py) for nuwa/oracle."""
+        return CEILING_NAME if self.cc in ("nuwa", "oracle") else self.cc
 
     def grant_config(self) -> GrantConfig:
         """The :class:`GrantConfig` this config implies."""

@@ -1,0 +1,40 @@
+"""The loss-based ceiling under Nuwa's grants: aioquic's Cubic, except after
+persistent congestion.
+
+In ``nuwa`` and ``oracle`` modes the server sends at most min(grant, cwnd): the
+receiver's delay-based grant is the control, and Cubic's window is only a
+safety ceiling against loss. A downlink outage (12 s on the Lumos LTE trace)
+leaves every packet in flight unacknowledged, so aioquic declares persistent
+congestion (RFC 9002 §7.6) and also leaves ssthresh near the minimum window
+(computed from a flight that was just emptied by the loss). The ceiling then
+regrows in congestion avoidance at about one packet per RTT and caps the link
+at a few percent of its capacity for many seconds after it returns, however
+large the receiver's grant is (docs/RELIABILITY.md, "Link outages").
+
+This class keeps RFC 9002 §7.6.2's rule (the window drops to the minimum
+window) but restarts slow start from there, as a fresh connection would
+(RFC 9002 §7.3.1; RFC 7661 §4.1 restarts after an idle period the same way):
+the ceiling doubles per RTT back to where the grant is, and the grant, not the
+ceiling, keeps the queue bounded. The Cubic baselines (``--cc cubic``) keep
+aioquic's Cubic unchanged.
+"""
+
+from __future__ import annotations
+
+from aioquic.quic.congestion.base import register_congestion_control
+from aioquic.quic.congestion.cubic import CubicCongestionControl
+
+CEILING_NAME = "nuwa_ceiling"
+
+
+class NuwaCeilingCongestionControl(CubicCongestionControl):
+    """aioquic Cubic that slow-starts again after persistent congestion."""
+
+    def on_persistent_congestion(self) -> None:
+        super().on_persistent_congestion()  # window → minimum (RFC 9002 §7.6.2)
+        self.ssthresh = None  # slow start again (RFC 9002 §7.3.1)
+        self._first_slow_start = True
+        self._starting_congestion_avoidance = False
+
+
+register_congestion_control(CEILING_NAME, NuwaCeilingCongestionControl)
