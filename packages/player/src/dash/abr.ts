@@ -23,12 +23,17 @@ export function abrSafetyFactor(buffer_s: number, basis: string): number {
   return (1 - uncertainty) * buffer_term;
 }
 
+/** Estimate in kbit/s (NaN before any data: dash.js then uses its start bitrate) with its basis. */
+function estimateWithBasis(src: EstimateSource): { kbps: number; basis: string } {
+  const c = src.controller();
+  if (!c) return { kbps: Number.NaN, basis: "none" };
+  const e = c.estimate(src.now_us());
+  return { kbps: e.bps > 0 ? e.bps / 1000 : Number.NaN, basis: e.basis };
+}
+
 /** Estimate in kbit/s, or NaN before any data (dash.js then uses its start bitrate). */
 export function estimateKbps(src: EstimateSource): number {
-  const c = src.controller();
-  if (!c) return Number.NaN;
-  const e = c.estimate(src.now_us());
-  return e.bps > 0 ? e.bps / 1000 : Number.NaN;
+  return estimateWithBasis(src).kbps;
 }
 
 /** dash.js's own ThroughputController methods (the parent the extension wraps). */
@@ -164,10 +169,8 @@ export function makeNuwaAbrRule(
     function getSwitchRequest(rules: RulesContext) {
       const sr = createSwitchRequest(context);
       const media_type = rules.getMediaType();
-      const est = estimateKbps(src);
+      const { kbps: est, basis } = estimateWithBasis(src); // one estimate per decision
       if (!Number.isFinite(est)) return sr;
-      const c = src.controller();
-      const basis = c ? c.estimate(src.now_us()).basis : "none";
       const buffer_s = bufferLevelS(media_type);
       const abr = rules.getAbrController();
       const reps = (abr.getPossibleVoRepresentationsFilteredBySettings?.(rules.getMediaInfo(), true) ?? []).filter((r) => typeof r.bitrateInKbit === "number");
