@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { resolve } from "node:path";
 import { DEFAULT_CONFIG, type NuwaConfig } from "../../packages/cc/src/config.js";
 import { simulateBench } from "../../packages/cc/src/sim/bench-sim.js";
+import { simulateShared } from "../../packages/cc/src/sim/shared.js";
 import { constantRateTrace, parseMahimahiTrace, traceMeanBps } from "../../packages/cc/src/sim/trace.js";
 import { type BulkScheme, runBulk } from "./bulk.js";
 import { type PlayScheme, runPlay } from "./play.js";
@@ -328,7 +329,44 @@ export function sweepGrid(base: Partial<NuwaConfig>): { param: string; value: nu
   for (const td of [5, 10, 15, 20, 30, 50, 75, 100]) g.push({ param: "Td ms", value: td, cc: { ...base, target_delay_ms: td } });
   for (const rho of [10, 25, 50, 100, 200]) g.push({ param: "rho ms", value: rho, cc: { ...base, sensitivity_ms: rho } });
   for (const gain of [0.05, 0.1, 0.25, 0.5, 1]) g.push({ param: "g (multiplicative step)", value: gain, cc: { ...base, multiplicative_gain: gain } });
+  for (const a of [0, 2, 4, 8]) g.push({ param: "a (additive increase)", value: a, cc: { ...base, additive_increase_mss: a } });
   return g;
+}
+
+/** One shared-bottleneck simulation (issue 7 fairness) for the report. */
+export interface FairnessPoint {
+  additive_increase_mss: number;
+  scenario: string;
+  flows: number;
+  jain_index: number;
+  utilization: number;
+  p95_ms: number;
+  loss_rate: number;
+}
+
+/**
+ * Flows sharing one bottleneck in the simulator (sim/shared.ts), 60 s, Jain's
+ * index from 20 s: for each additive increase `a`, 5 flows on a constant
+ * 6 Mbit/s link and 20 on 24 Mbit/s (the load test's 1.2 Mbit/s per flow),
+ * and 5 on T-Mobile LTE short, with simultaneous, 0.5 s- and 2 s-staggered starts.
+ */
+export function runFairness(base: Partial<NuwaConfig>, log: (s: string) => void, values: readonly number[] = [0, 2, 4, 8]): FairnessPoint[] {
+  const tm = listTraces().e2e.find((t) => t.name === "mahimahi-tmobile-lte-short");
+  const links: [string, Uint32Array, number][] = [
+    ["constant 6 Mbit/s", constantRateTrace(6e6, 1000), 5],
+    ["constant 24 Mbit/s", constantRateTrace(24e6, 1000), 20],
+  ];
+  if (tm) links.push(["T-Mobile LTE short", parseMahimahiTrace(readFileSync(tm.path, "utf8")), 5]);
+  const out: FairnessPoint[] = [];
+  for (const a of values)
+    for (const [name, trace, n] of links)
+      for (const stagger of [0, 0.5, 2]) {
+        const r = simulateShared({ trace, duration_s: 60, fair_from_s: 20, flows: Array.from({ length: n }, (_, i) => ({ start_s: i * stagger, config: { ...base, additive_increase_mss: a } })) });
+        const p: FairnessPoint = { additive_increase_mss: a, scenario: `${n} flows, ${name}, starts ${stagger} s apart`, flows: n, jain_index: r.jain_index, utilization: r.utilization, p95_ms: r.queuing_delay_ms.p95, loss_rate: r.loss_rate };
+        out.push(p);
+        log(`fairness a=${a} ${p.scenario}: Jain ${p.jain_index.toFixed(3)}, util ${p.utilization.toFixed(3)}, p95 ${p.p95_ms} ms`);
+      }
+  return out;
 }
 
 export function runSweeps(traces: TraceInfo[], queue_packets: number, duration_s: number, base: Partial<NuwaConfig>, log: (s: string) => void): SweepPoint[] {

@@ -34,10 +34,12 @@ import {
   BULK_SCHEMES,
   clearBench,
   effectiveConfig,
+  type FairnessPoint,
   listTraces,
   planRuns,
   quickVerdict,
   type RunRecord,
+  runFairness,
   runMatrix,
   runSimMatrix,
   runSweeps,
@@ -171,6 +173,7 @@ if (!values["report-only"]) {
   const runs: RunRecord[] = sweepOnly ? [] : await runMatrix({ ...opts, log });
   const sim: SimRecord[] = doSim || sweepOnly ? runSimMatrix(simTraces, opts.queues, simDuration, cc, log) : [];
   const sweeps: SweepPoint[] = doSweep || sweepOnly ? runSweeps(simTraces, 1000, simDuration, cc, log) : [];
+  const fairness: FairnessPoint[] = doSweep || sweepOnly ? runFairness(cc, log) : [];
   const index = {
     command,
     mode,
@@ -184,6 +187,7 @@ if (!values["report-only"]) {
     runs: runs.map((r) => r.id),
     sim,
     sweeps,
+    fairness,
   };
   writeFileSync(`${out_dir}/bench-index.json`, JSON.stringify(index, null, 1));
 } else if (!existsSync(`${out_dir}/bench-index.json`)) fail(`--report-only: no ${out_dir}/bench-index.json`);

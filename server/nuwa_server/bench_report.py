@@ -621,8 +621,8 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
         "Controller settings of this run (`NuwaConfig`): "
         + ", ".join(f"{k}={v}" for k, v in cfg.items()
                     if k in ("target_delay_ms", "sensitivity_ms", "aggressiveness_mss",
-                             "multiplicative_gain", "step", "qd_source", "rate_cap",
-                             "rate_filter_ms")),
+                             "multiplicative_gain", "additive_increase_mss", "step",
+                             "qd_source", "rate_cap", "rate_filter_ms")),
         "",
         "Schemes: `nuwa` (grants obeyed), `cubic`/`reno` (aioquic's own controller, grants "
         "ignored), `oracle` (window = capacity the emulator offered over the last "
@@ -829,6 +829,25 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
         plot_sweeps(sweeps, p4)
         plots.append(p4)
         md += [f"![sweeps]({img_prefix}{p4.name})", ""]
+    fairness = index.get("fairness") or []
+    if fairness:
+        md += ["## SIMULATED: flows sharing one bottleneck (issue 7 fairness)", "",
+               "`sim/shared.ts`: several Nuwa receivers, each with its own grant-obeying sender "
+               "and QUIC loss repair, through one deep drop-tail queue (1000 packets), 25 ms "
+               "each way, 60 s; Jain's index (Jain, Chiu, Hawe 1984) over the flows' goodputs "
+               "from 20 s. `a` is `additive_increase_mss`: the window-independent part of the "
+               "increase that makes the multiplicative step converge to equal shares "
+               "(Chiu & Jain 1989); a = 0 is the step without it.", ""]
+        rows = [[str(p["additive_increase_mss"]), p["scenario"], f"{p['jain_index']:.3f}",
+                 f"{p['utilization']:.3f}", f"{p['p95_ms']:.0f}", f"{100 * p['loss_rate']:.2f}%"]
+                for p in fairness]
+        md += table(["a (MSS/RTT)", "scenario", "Jain", "util", "p95 ms", "loss"], rows)
+        by_a: dict[float, list[float]] = {}
+        for p in fairness:
+            by_a.setdefault(p["additive_increase_mss"], []).append(p["jain_index"])
+        md += ["Mean / minimum Jain's index per a: "
+               + "; ".join(f"a = {a:g}: {statistics.fmean(v):.3f} / {min(v):.3f}"
+                           for a, v in by_a.items()), ""]
     if index.get("missing_traces"):
         md += ["Traces listed in traces/index.json but not found (not run): "
                + ", ".join(index["missing_traces"]), ""]

@@ -19,6 +19,13 @@ export interface NuwaConfig {
   aggressiveness_mss: number;
   /** Multiplicative gain g: window × (1 + θ·g) per RTT when step = "multiplicative". Dimensionless. */
   multiplicative_gain: number;
+  /**
+   * Additive part of the multiplicative step's increase, MSS per RTT: when Qd < Td the window
+   * grows by θ·(g·w + a) per RTT, when Qd > Td it shrinks by θ·g·w. The window-independent
+   * increase against a proportional decrease is what converges flows sharing a queue to equal
+   * shares (Chiu & Jain 1989); with a = 0 any split of the link is an equilibrium.
+   */
+  additive_increase_mss: number;
   /** Step mode of congestion avoidance. */
   step: StepMode;
   /** Which queuing delay drives the window: raw Eq. 1 sample or the Kalman estimate (journal Eq. 2–4). */
@@ -58,6 +65,9 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   sensitivity_ms: 15, // ms
   aggressiveness_mss: 9, // MSS per RTT
   multiplicative_gain: 0.25, // per RTT
+  // a = 4: mean Jain 0.80 → 0.94 over shared-bottleneck simulations (3–20 flows, staggered
+  // starts; docs/BENCHMARKS.md), for +2–9 ms single-flow p95 on 3G (sim/shared.ts).
+  additive_increase_mss: 4, // MSS per RTT
   step: "multiplicative",
   qd_source: "raw",
   mss_bytes: 1200, // bytes (QUIC max datagram payload we frame against)
@@ -90,6 +100,7 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   positive("sensitivity_ms");
   check(finite("aggressiveness_mss") && c.aggressiveness_mss >= 0.01 && c.aggressiveness_mss <= 1000, "aggressiveness_mss", "must be in [0.01, 1000] MSS/RTT", c.aggressiveness_mss);
   check(finite("multiplicative_gain") && c.multiplicative_gain > 0 && c.multiplicative_gain <= 1, "multiplicative_gain", "must be in (0, 1]", c.multiplicative_gain);
+  check(finite("additive_increase_mss") && c.additive_increase_mss >= 0 && c.additive_increase_mss <= 1000, "additive_increase_mss", "must be in [0, 1000] MSS/RTT", c.additive_increase_mss);
   check(c.step === "additive" || c.step === "multiplicative", "step", "must be 'additive' or 'multiplicative'", c.step);
   check(c.qd_source === "raw" || c.qd_source === "kalman", "qd_source", "must be 'raw' or 'kalman'", c.qd_source);
   check(Number.isInteger(c.mss_bytes) && c.mss_bytes >= 500 && c.mss_bytes <= 65_536, "mss_bytes", "must be an integer in [500, 65536]", c.mss_bytes);

@@ -132,6 +132,24 @@ describe("NuwaController API", () => {
     expect(c.windowBytes / 1200).toBeCloseTo(w0 + (theta * 9) / w0, 9);
   });
 
+  it("multiplicative step: w·(1 + θ·g) + θ·a per RTT on increase, w·(1 + θ·g) on decrease", () => {
+    const mk = () => {
+      const c = new NuwaController({ target_delay_ms: 20, sensitivity_ms: 50, multiplicative_gain: 0.25, additive_increase_mss: 4, rate_cap: false, min_window_bytes: 1200 });
+      c.onFrame(0, 0, 1200);
+      c.onFrame(1000, 1000 + 30_000, 1200); // exit start-up (Qd 30 ms)
+      return c;
+    };
+    const up = mk();
+    const w0 = up.windowBytes / 1200;
+    const du = up.onFrame(40_000, 40_000 + 10_000, 1200); // Qd 10 ms < Td
+    expect(up.windowBytes / 1200).toBeCloseTo(w0 + du.theta * 0.25 + (du.theta * 4) / w0, 9);
+    const down = mk();
+    const dd = down.onFrame(40_000, 40_000 + 40_000, 1200); // Qd 40 ms > Td: no additive part
+    expect(dd.theta).toBeLessThan(0);
+    expect(down.windowBytes / 1200).toBeCloseTo(w0 + dd.theta * 0.25, 9);
+    expect(() => new NuwaController({ additive_increase_mss: -1 })).toThrow(/additive_increase_mss/);
+  });
+
   it("gives a bandwidth estimate with its basis", () => {
     const c = new NuwaController();
     expect(c.estimate(0).basis).toBe("none");

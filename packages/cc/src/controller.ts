@@ -9,7 +9,8 @@
  *   (send_time_us, recv_time_us, size_bytes)
  *     → OneWayDelaySampler  (nuwa-icpads Eq. 1, sign corrected)
  *     → QueuingDelayKalman  (nuwa-rl-journal Eq. 2–4)      [reported; drives only if qd_source = "kalman"]
- *     → window rule         (θ = tanh((Td − Qd)/ρ), Eq. 2; w ← w + θ·k/w, Eq. 3/6)
+ *     → window rule         (θ = tanh((Td − Qd)/ρ), Eq. 2; additive step w ← w + θ·k/w, Eq. 3/6;
+ *                            multiplicative step w ← w·(1 + θ·g) + max(θ, 0)·a per RTT)
  *     → window bounds, delivery-rate cap
  */
 import { type NuwaConfig, resolveConfig } from "./config.js";
@@ -174,7 +175,10 @@ export class NuwaController {
         if (c.step === "additive") {
           w_pkts += (packets * theta * c.aggressiveness_mss) / w_pkts; // Eq. 3/6: w ← w + θ·k/w per packet
         } else {
-          w_pkts += packets * theta * c.multiplicative_gain; // ×(1 + θ·g) per RTT (SIMULATION.md)
+          // + θ·a MSS per RTT on increase only: a window-independent increase against a proportional
+          // decrease converges flows sharing a queue to equal windows (Chiu & Jain 1989, AIMD).
+          const additive_pkts = theta > 0 ? (packets * theta * c.additive_increase_mss) / w_pkts : 0;
+          w_pkts += packets * theta * c.multiplicative_gain + additive_pkts; // ×(1 + θ·g) per RTT (SIMULATION.md)
         }
         this.reason = `avoidance: Qd ${qd_ms.toFixed(1)} ms, Td ${c.target_delay_ms} ms, θ ${theta.toFixed(3)}`;
         if (qd_ms > c.target_delay_ms) w_pkts = this.applyRateCap(w_pkts, recv_time_us, false);

@@ -1,5 +1,6 @@
 /** Simulation helpers of @nuwa/cc: Mahimahi traces, a drop-tail trace link, a bulk-download simulation. */
 export { type BulkSimOptions, type BulkSimResult, percentile, simulateBulk } from "./bulk.js";
 export { type Departure, type LinkPacket, TraceLink } from "./link.js";
+export { jainIndex, type SharedFlowSpec, type SharedSimOptions, type SharedSimResult, simulateShared } from "./shared.js";
 export { BulkStepper, type IntervalStats, rotateTrace, type StepperOptions } from "./stepper.js";
 export { constantRateTrace, MAHIMAHI_PACKET_BYTES, parseMahimahiTrace, traceMeanBps } from "./trace.js";
