@@ -42,6 +42,8 @@ export interface NuwaConfig {
   startup_exit_fraction: number;
   /** Delivery-rate cap: when Qd > Td, window ≤ max-filtered delivery rate × (min RTT + Td). */
   rate_cap: boolean;
+  /** Window validation: when Qd ≤ Td the window grows to at most this × (max delivery rate × (min RTT + Qd)); Infinity disables (RFC 7661). */
+  window_validation_factor: number;
   /** Window of the delivery-rate max filter, ms (SIMULATION.md: 200–500 ms). */
   rate_filter_ms: number;
   /** Queuing delay at or below which the queue counts as drained, ms. */
@@ -77,6 +79,7 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   startup_exit_fraction: 0.5, // of Td
   rate_cap: true,
   rate_filter_ms: 300, // ms
+  window_validation_factor: 2, // × packets in flight
   drain_threshold_ms: 2, // ms
   base_refresh_interval_ms: 10_000, // ms
   probe_min_duration_ms: 200, // ms
@@ -108,6 +111,7 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   check(finite("max_window_bytes") && c.max_window_bytes >= c.min_window_bytes && c.max_window_bytes <= 2 ** 40, "max_window_bytes", "must be in [min_window_bytes, 2^40]", c.max_window_bytes);
   check(finite("initial_window_bytes") && c.initial_window_bytes >= c.min_window_bytes && c.initial_window_bytes <= c.max_window_bytes, "initial_window_bytes", "must be within [min_window_bytes, max_window_bytes]", c.initial_window_bytes);
   check(finite("startup_exit_fraction") && c.startup_exit_fraction > 0 && c.startup_exit_fraction <= 1, "startup_exit_fraction", "must be in (0, 1]", c.startup_exit_fraction);
+  check(c.window_validation_factor >= 1, "window_validation_factor", "must be ≥ 1 (Infinity disables)", c.window_validation_factor);
   check(typeof c.rate_cap === "boolean", "rate_cap", "must be a boolean", c.rate_cap);
   positive("rate_filter_ms");
   check(finite("drain_threshold_ms") && c.drain_threshold_ms >= 0, "drain_threshold_ms", "must be ≥ 0", c.drain_threshold_ms);

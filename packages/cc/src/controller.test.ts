@@ -150,6 +150,23 @@ describe("NuwaController API", () => {
     expect(() => new NuwaController({ additive_increase_mss: -1 })).toThrow(/additive_increase_mss/);
   });
 
+  it("window validation: a window the sender leaves unused stops growing at 2× what is in flight (RFC 7661)", () => {
+    const run = (factor: number) => {
+      const c = new NuwaController({ window_validation_factor: factor, additive_increase_mss: 0 });
+      c.onRttSample(50_000);
+      c.onFrame(0, 0, 1250);
+      c.onFrame(1000, 1000 + 20_000, 1250); // exit start-up
+      c.onFrame(20_000, 21_000, 1250); // queue empty again
+      // 1 Mbit/s of frames with an empty queue: the sender uses a fraction of any large window.
+      for (let i = 3; i <= 2000; i++) c.onFrame(i * 10_000, i * 10_000, 1250);
+      return c.windowBytes;
+    };
+    const in_flight_bytes = (1e6 / 8) * 0.05; // 1 Mbit/s × (50 ms min RTT + 0 ms Qd)
+    expect(run(2)).toBeLessThanOrEqual(2 * in_flight_bytes * 1.05);
+    expect(run(Number.POSITIVE_INFINITY)).toBeGreaterThan(10 * in_flight_bytes); // unvalidated, it runs away
+    expect(() => new NuwaController({ window_validation_factor: 0.5 })).toThrow(/window_validation_factor/);
+  });
+
   it("gives a bandwidth estimate with its basis", () => {
     const c = new NuwaController();
     expect(c.estimate(0).basis).toBe("none");

@@ -182,6 +182,7 @@ export class NuwaController {
         }
         this.reason = `avoidance: Qd ${qd_ms.toFixed(1)} ms, Td ${c.target_delay_ms} ms, θ ${theta.toFixed(3)}`;
         if (qd_ms > c.target_delay_ms) w_pkts = this.applyRateCap(w_pkts, recv_time_us, false);
+        else w_pkts = this.validate(w_pkts, qd_ms, recv_time_us);
         break;
       }
       case "probe_drain":
@@ -203,6 +204,27 @@ export class NuwaController {
     if (cap_pkts < w_pkts) {
       this.reason += `; rate cap ${(rate_bps / 1e6).toFixed(2)} Mbit/s × (minRTT + Td)`;
       return cap_pkts;
+    }
+    return w_pkts;
+  }
+
+  /**
+   * Window validation (RFC 7661 §4.3 in spirit): a window the sender does not use carries no
+   * information about the path; growing it anyway (the sender held back by its own loss-based
+   * ceiling, say) lets a later burst of the whole window into the queue. The window is held at
+   * most `window_validation_factor` × the bytes the path carries: max-filtered delivery rate ×
+   * (min RTT + Qd).
+   */
+  private validate(w_pkts: number, qd_ms: number, now_us: number): number {
+    const c = this.config;
+    if (!Number.isFinite(c.window_validation_factor)) return w_pkts;
+    const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
+    if (!(rate_bps > 0)) return w_pkts;
+    const used_pkts = ((rate_bps / 8) * ((this.minRttUs + qd_ms * 1000) / 1e6)) / c.mss_bytes;
+    const limit_pkts = c.window_validation_factor * used_pkts;
+    if (w_pkts > limit_pkts) {
+      this.reason += `; window validation: ≤ ${c.window_validation_factor}× the ${used_pkts.toFixed(0)} packets in flight`;
+      return limit_pkts;
     }
     return w_pkts;
   }

@@ -12,21 +12,20 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
     expect(() => simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 1, flows: [] })).toThrow(/no flows/);
   });
 
-  it("the additive part of the increase brings latecomers to an equal share (AIMD, Chiu & Jain 1989)", () => {
+  it("the additive part of the increase brings latecomers (5 flows, 2 s apart) to an equal share (AIMD, Chiu & Jain 1989)", () => {
     const run = (a: number) =>
       simulateShared({
-        trace: constantRateTrace(24e6, 1000),
+        trace: constantRateTrace(6e6, 1000),
         duration_s: 60,
         fair_from_s: 20,
-        flows: Array.from({ length: 20 }, (_, i) => ({ start_s: i * 0.5, config: { additive_increase_mss: a } })),
+        flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { additive_increase_mss: a } })),
       });
     const without = run(0);
     const withAi = run(4);
     // Without it any split is an equilibrium and the early flows keep their lead.
-    expect(without.jain_index).toBeLessThan(0.8);
-    expect(withAi.jain_index).toBeGreaterThan(0.85);
+    expect(without.jain_index).toBeLessThan(0.7); // measured 0.55
+    expect(withAi.jain_index).toBeGreaterThan(0.95); // measured 0.98
     expect(withAi.utilization).toBeGreaterThan(0.97);
-    const total = withAi.goodput_bps.reduce((s, x) => s + x, 0);
-    expect(total).toBeGreaterThan(0.95 * 24e6 * (1200 / 1504) * 0.9); // goodput counts frame bytes, the link wire bytes
+    expect(withAi.loss_rate).toBe(0);
   });
 });
