@@ -21,20 +21,48 @@ aioquic's Cubic unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from aioquic.quic.congestion.base import register_congestion_control
 from aioquic.quic.congestion.cubic import CubicCongestionControl
+from aioquic.quic.packet_builder import QuicSentPacket
 
 CEILING_NAME = "nuwa_ceiling"
 
 
 class NuwaCeilingCongestionControl(CubicCongestionControl):
-    """aioquic Cubic that slow-starts again after persistent congestion."""
+    """aioquic Cubic that slow-starts again after persistent congestion.
+
+    The restart runs until the window is back at the window before the loss
+    (Cubic's ``W_max``) or a new loss: aioquic's delay-increase exit from slow
+    start (its RTT monitor, HyStart-like) is skipped meanwhile, because the
+    first RTT samples after an outage belong to packets that waited through it
+    (seconds) and would end the restart at once (seen end to end: the ceiling
+    then grew by about one packet per RTT; docs/RELIABILITY.md "Link outages").
+    """
+
+    def __init__(self, max_datagram_size: int) -> None:
+        super().__init__(max_datagram_size=max_datagram_size)
+        self._restart_target_bytes: int | None = None
 
     def on_persistent_congestion(self) -> None:
         super().on_persistent_congestion()  # window → minimum (RFC 9002 §7.6.2)
         self.ssthresh = None  # slow start again (RFC 9002 §7.3.1)
         self._first_slow_start = True
         self._starting_congestion_avoidance = False
+        self._restart_target_bytes = self._W_max
+
+    def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
+        self._restart_target_bytes = None  # a new loss ends the restart (Cubic as usual)
+        super().on_packets_lost(now=now, packets=packets)
+
+    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
+        target = self._restart_target_bytes
+        if target is not None and self.congestion_window < target:
+            self.rtt = rtt  # keep Cubic's RTT; no delay-based slow-start exit during the restart
+            return
+        self._restart_target_bytes = None
+        super().on_rtt_measurement(now=now, rtt=rtt)
 
 
 register_congestion_control(CEILING_NAME, NuwaCeilingCongestionControl)

@@ -23,7 +23,7 @@ def _packet(n: int, t: float) -> QuicSentPacket:
     )
 
 
-def _outage_then_acks(cc: CubicCongestionControl) -> int:
+def _outage_then_acks(cc: CubicCongestionControl, late_rtt_s: float | None = None) -> int:
     """Grow, lose a whole flight (an outage), declare persistent congestion, then
     ack 40 packets; returns the window after those acks, bytes."""
     n = 0
@@ -39,6 +39,10 @@ def _outage_then_acks(cc: CubicCongestionControl) -> int:
     cc.on_packets_lost(now=13.0, packets=flight)
     cc.on_persistent_congestion()
     assert cc.congestion_window == 2 * MSS  # RFC 9002 §7.6.2 holds in both
+    if late_rtt_s is not None:
+        # RTT samples of packets that waited through the outage: rising, seconds long.
+        for k in range(20):
+            cc.on_rtt_measurement(now=13.0 + 0.01 * k, rtt=0.05 + late_rtt_s * k / 20)
     for i in range(40):
         p = _packet(n + i, 13.1)
         cc.on_packet_sent(packet=p)
@@ -59,3 +63,28 @@ def test_nuwa_and_oracle_modes_use_the_ceiling_and_baselines_keep_cubic() -> Non
     assert SessionConfig(cc="oracle").quic_congestion_control == CEILING_NAME
     assert SessionConfig(cc="cubic").quic_congestion_control == "cubic"
     assert SessionConfig(cc="reno").quic_congestion_control == "reno"
+
+
+def test_restart_survives_the_outage_rtt_samples_and_ends_at_the_old_window() -> None:
+    """aioquic's RTT monitor would end slow start on the outage's late samples."""
+    cubic = _outage_then_acks(CubicCongestionControl(max_datagram_size=MSS), late_rtt_s=12.0)
+    ceiling_cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    ceiling = _outage_then_acks(ceiling_cc, late_rtt_s=12.0)
+    assert ceiling == 2 * MSS + 40 * MSS
+    assert cubic < ceiling / 4
+    # Once back at the window before the loss, Cubic's own rules apply again.
+    assert ceiling_cc._restart_target_bytes is not None
+    ceiling_cc.congestion_window = ceiling_cc._restart_target_bytes
+    ceiling_cc.on_rtt_measurement(now=20.0, rtt=0.05)
+    assert ceiling_cc._restart_target_bytes is None
+
+
+def test_a_new_loss_ends_the_restart() -> None:
+    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    _outage_then_acks(cc)
+    assert cc._restart_target_bytes is not None
+    p = _packet(10_000, 14.0)
+    cc.on_packet_sent(packet=p)
+    cc.on_packets_lost(now=14.5, packets=[p])
+    assert cc._restart_target_bytes is None
+    assert cc.ssthresh is not None  # Cubic's multiplicative decrease, avoidance again

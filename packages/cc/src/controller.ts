@@ -162,6 +162,8 @@ export class NuwaController {
           w_pkts += packets; // slow start: +1 MSS per MSS delivered (RFC 5681 §3.1)
           this.theta = 0;
           this.reason = stale ? "startup (post-outage, stale frames)" : "startup: +1 MSS per MSS received";
+          // A doubling window is 2× what is in flight by design; validate at twice the usual factor.
+          if (w_pkts * c.mss_bytes > 4 * c.initial_window_bytes) w_pkts = this.validate(w_pkts, qd_ms, recv_time_us, 2);
         }
         break;
       }
@@ -215,15 +217,15 @@ export class NuwaController {
    * most `window_validation_factor` × the bytes the path carries: max-filtered delivery rate ×
    * (min RTT + Qd).
    */
-  private validate(w_pkts: number, qd_ms: number, now_us: number): number {
+  private validate(w_pkts: number, qd_ms: number, now_us: number, phase_factor = 1): number {
     const c = this.config;
     if (!Number.isFinite(c.window_validation_factor)) return w_pkts;
     const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
     if (!(rate_bps > 0)) return w_pkts;
     const used_pkts = ((rate_bps / 8) * ((this.minRttUs + qd_ms * 1000) / 1e6)) / c.mss_bytes;
-    const limit_pkts = c.window_validation_factor * used_pkts;
+    const limit_pkts = phase_factor * c.window_validation_factor * used_pkts;
     if (w_pkts > limit_pkts) {
-      this.reason += `; window validation: ≤ ${c.window_validation_factor}× the ${used_pkts.toFixed(0)} packets in flight`;
+      this.reason += `; window validation: ≤ ${phase_factor * c.window_validation_factor}× the ${used_pkts.toFixed(0)} packets in flight`;
       return limit_pkts;
     }
     return w_pkts;
