@@ -104,6 +104,8 @@ export interface BenchOptions {
   out_dir: string;
   traces: TraceInfo[];
   bulk_schemes: readonly string[];
+  /** Bulk schemes on every queue after the first of `queues` (default: bulk_schemes). */
+  other_queue_schemes?: readonly string[];
   video_schemes: readonly string[];
   queues: number[];
   video_queues: number[];
@@ -128,9 +130,9 @@ const short = (t: TraceInfo) => t.name.replace(/^mahimahi-/, "").slice(0, 40);
 export function planRuns(o: BenchOptions): RunSpec[] {
   const runs: RunSpec[] = [];
   for (let seed = 1; seed <= o.seeds; seed++) {
-    for (const q of o.queues)
+    for (const [qi, q] of o.queues.entries())
       for (const t of o.traces)
-        for (const s of o.bulk_schemes)
+        for (const s of qi > 0 && o.other_queue_schemes ? o.other_queue_schemes : o.bulk_schemes)
           runs.push({ id: `bulk-${short(t)}-${s}-q${q}-s${seed}`, kind: "bulk", trace: t, scheme: s, queue_packets: q, seed, duration_s: o.bulk_duration_s, warmup_s: 2 });
     for (const q of o.video_queues)
       for (const t of o.traces)

@@ -16,6 +16,7 @@
  *   (none)    a custom matrix from the options below (defaults as --full, no docs).
  *
  * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle
+ *   --shallow-schemes nuwa,cubic (bulk schemes on the queues after the first; default --schemes)
  *   --video-schemes nuwa,dashjs,dashjs_nuwa_estimate,observe|none --queues 1000,50
  *   --video-queues 1000 --seeds N --duration S --video-duration S --out DIR
  *   --cc JSON --no-ratchet --no-sim --no-sweep --resume (keep runs of DIR that
@@ -57,6 +58,7 @@ const { values } = parseArgs({
     sweep: { type: "boolean", default: false },
     traces: { type: "string" },
     schemes: { type: "string" },
+    "shallow-schemes": { type: "string" },
     "video-schemes": { type: "string" },
     queues: { type: "string" },
     "video-queues": { type: "string" },
@@ -135,6 +137,7 @@ const opts: BenchOptions = {
   out_dir,
   traces: sweepOnly ? [] : traces,
   bulk_schemes: list(values.schemes, BULK_SCHEMES, "scheme") ?? (quick ? ["nuwa", "cubic"] : BULK_SCHEMES),
+  other_queue_schemes: list(values["shallow-schemes"], BULK_SCHEMES, "shallow scheme"),
   video_schemes: list(values["video-schemes"], VIDEO_SCHEMES, "video scheme") ?? (quick ? [] : VIDEO_SCHEMES),
   queues: ints(values.queues, "--queues", 2, 100_000) ?? (quick ? [1000] : [1000, 50]),
   video_queues: ints(values["video-queues"], "--video-queues", 2, 100_000) ?? [1000],
