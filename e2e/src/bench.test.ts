@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
-import { type BenchOptions, listTraces, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
+import { RL_CC } from "../../packages/player/src/dash/rl.js";
+import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, RL_ENV_CC, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
 
 const rec = (scheme: string, p95: number, valid = true): RunRecord =>
   ({ scheme, kind: "bulk", valid, invalid_reasons: valid ? [] : ["emulator lateness p99 3 ms > 2 ms"], metrics: { queuing_delay_ms: { p95 } } }) as unknown as RunRecord;
@@ -44,6 +45,29 @@ describe("bench harness", () => {
     expect(existsSync(ratchet.trace.path)).toBe(true);
     const lines = readFileSync(ratchetTrace(out).path, "utf8").trim().split("\n");
     expect(lines.length * 1504 * 8).toBeCloseTo(10e6, -5); // 1 s period at 10 Mbit/s
+  });
+
+  it("RL evaluation: best fixed k per family from the simulator's rewards; rl, k=1, k=7 and the best k planned once each", () => {
+    const ev = {
+      rows: [
+        { family: "4G", "k=1": { reward: 1.0 }, "k=5": { reward: 1.2 }, "k=7": { reward: 1.1 } },
+        { family: "4G", "k=1": { reward: 1.0 }, "k=5": { reward: 1.1 }, "k=7": { reward: 1.3 } },
+        { family: "3G", "k=1": { reward: -0.1 }, "k=7": { reward: -0.3 } },
+      ],
+    };
+    expect(bestFixedK(ev)).toEqual({ "4G": 7, "3G": 1 }); // 4G means: k=5 1.15, k=7 1.2
+    expect(() => bestFixedK({ rows: [] })).toThrow(/no rows/);
+    const t = listTraces().e2e.filter((x) => x.name === "mahimahi-tmobile-lte-short" || x.name === "norway-hsdpa-bus-1");
+    const runs = planRlRuns(t, { "4G": 5, "3G": 1 }, 30);
+    const lte = runs.filter((r) => r.family === "4G").map((r) => r.policy);
+    expect(lte).toEqual(["rl", "k=1", "k=7", "k=5 (best)"]);
+    expect(runs.filter((r) => r.family === "3G").map((r) => r.policy)).toEqual(["rl", "k=1", "k=7"]); // best is k=1
+    const rl = runs.find((r) => r.policy === "rl")!;
+    expect(rl.tuner).toBe("rl");
+    expect(rl.cc).toEqual(RL_ENV_CC);
+    expect(runs.find((r) => r.policy === "k=7")!.cc).toEqual({ ...RL_ENV_CC, aggressiveness_mss: 7 });
+    expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
+    expect(RL_ENV_CC).toEqual(RL_CC); // the settings the model was trained with, as the player applies them
   });
 
   it("simulated run of a real trace reports DESIGN.md's metrics", () => {

@@ -87,6 +87,10 @@ export interface RunSpec {
   duration_s: number;
   /** Metrics window starts this long after the first frame, s. */
   warmup_s: number;
+  /** Controller settings of this run (default: the matrix's `cc`). */
+  cc?: Partial<NuwaConfig>;
+  /** The page runs the Nuwa-RL tuner (bulk only). */
+  tuner?: "rl";
 }
 
 export interface RunRecord extends RunSpec {
@@ -170,13 +174,14 @@ function invalidReasons(metrics: Record<string, unknown>): string[] {
 export async function runOne(spec: RunSpec, o: BenchOptions): Promise<RunRecord> {
   const dir = resolve(o.out_dir, "runs", spec.id);
   const started = Date.now();
-  const rec: RunRecord = { ...spec, valid: false, invalid_reasons: [], error: null, wall_s: 0, started_utc: new Date(started).toISOString(), metrics: null, cc: o.cc };
+  const cc = spec.cc ?? o.cc;
+  const rec: RunRecord = { ...spec, valid: false, invalid_reasons: [], error: null, wall_s: 0, started_utc: new Date(started).toISOString(), metrics: null, cc };
   try {
     let m: Record<string, unknown>;
     if (spec.kind === "play") {
-      m = await runPlay({ trace: spec.trace.path, scheme: spec.scheme as PlayScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc: o.cc });
+      m = await runPlay({ trace: spec.trace.path, scheme: spec.scheme as PlayScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc });
     } else {
-      m = (await runBulk({ trace: spec.trace.path, scheme: spec.scheme as BulkScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc: o.cc, warmup_s: spec.warmup_s, oracle_window_ms: o.oracle_window_ms })) as unknown as Record<string, unknown>;
+      m = (await runBulk({ trace: spec.trace.path, scheme: spec.scheme as BulkScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc, warmup_s: spec.warmup_s, oracle_window_ms: o.oracle_window_ms, tuner: spec.tuner })) as unknown as Record<string, unknown>;
     }
     delete m.series; // play_metrics' per-second series stays in the run's summary.json
     rec.metrics = m;
@@ -190,6 +195,61 @@ export async function runOne(spec: RunSpec, o: BenchOptions): Promise<RunRecord>
   mkdirSync(dir, { recursive: true });
   writeFileSync(`${dir}/bench.json`, JSON.stringify(rec, null, 1));
   return rec;
+}
+
+/** The controller settings of the RL environment (models/nuwa_rl/sim.py ENV_CC_CONFIG = @nuwa/player RL_CC). */
+export const RL_ENV_CC: Readonly<Partial<NuwaConfig>> = Object.freeze({ step: "additive", target_delay_ms: 25, sensitivity_ms: 15 });
+
+/** One RL evaluation run (issue 6, item 6): a policy on a trace. */
+export interface RlRunSpec extends RunSpec {
+  family: string;
+  policy: string;
+  k_mss: number;
+}
+
+/**
+ * Best fixed k per family from the simulator evaluation (models/report/evaluation.json:
+ * rows of {family, trace, "k=1".."k=9": {reward}}): the k with the highest mean reward.
+ * @throws Error if the file has no rows
+ */
+export function bestFixedK(evaluation: { rows: Record<string, unknown>[] }): Record<string, number> {
+  if (!evaluation.rows?.length) throw new Error("evaluation.json has no rows");
+  const out: Record<string, number> = {};
+  for (const fam of new Set(evaluation.rows.map((r) => String(r.family)))) {
+    const rs = evaluation.rows.filter((r) => r.family === fam);
+    let best = 1;
+    let best_r = Number.NEGATIVE_INFINITY;
+    for (let k = 1; k <= 9; k++) {
+      const xs = rs.map((r) => (r[`k=${k}`] as { reward?: number } | undefined)?.reward).filter((x): x is number => typeof x === "number");
+      if (xs.length === 0) continue;
+      const mean = xs.reduce((a, x) => a + x, 0) / xs.length;
+      if (mean > best_r) [best, best_r] = [k, mean];
+    }
+    out[fam] = best;
+  }
+  return out;
+}
+
+/** The RL evaluation's family of a trace (models/nuwa_rl/evaluate.py groups 3G, 4G, 5G). */
+export function rlFamily(t: TraceInfo): string {
+  const f = t.family;
+  return f.startsWith("LTE") ? "4G" : f === "5G-lowband" || f === "5G-NSA" ? "5G" : f;
+}
+
+/** Nuwa-RL (tuner) against fixed k = 1, k = 7 and the family's best fixed k, per trace; duplicates of k run once. */
+export function planRlRuns(traces: TraceInfo[], best_k: Record<string, number>, duration_s: number): RlRunSpec[] {
+  const runs: RlRunSpec[] = [];
+  for (const t of traces) {
+    const family = rlFamily(t);
+    const kb = best_k[family] ?? 1;
+    const policies: [string, number][] = [["rl", Number.NaN], ["k=1", 1], ["k=7", 7]];
+    if (kb !== 1 && kb !== 7) policies.push([`k=${kb} (best)`, kb]);
+    for (const [policy, k] of policies) {
+      const tag = policy === "rl" ? "rl" : `k${k}`;
+      runs.push({ id: `rl-${short(t)}-${tag}`, kind: "bulk", trace: t, scheme: "nuwa", queue_packets: 1000, seed: 1, duration_s, warmup_s: 2, cc: Number.isNaN(k) ? { ...RL_ENV_CC } : { ...RL_ENV_CC, aggressiveness_mss: k }, tuner: policy === "rl" ? "rl" : undefined, family, policy, k_mss: k });
+    }
+  }
+  return runs;
 }
 
 /** Run the whole matrix (sequentially: the machine has 2 cores). */

@@ -33,6 +33,8 @@ export interface BulkOptions {
   oracle_window_ms?: number;
   /** The page session's stall watchdog, ms (default: the player's, 4 s; an outage test needs more). */
   stall_timeout_ms?: number;
+  /** "rl": the page runs the Nuwa-RL tuner (models/nuwa-rl.onnx, onnxruntime-web) on its controller; pass cc RL_CC. */
+  tuner?: "rl";
 }
 
 export interface BulkResult {
@@ -65,7 +67,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
     await link?.stop();
   };
   let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
-  const web = await serveStatic(`${REPO_ROOT}e2e/pages`);
+  const web = await serveStatic(`${REPO_ROOT}e2e/pages`, { "/models/": `${REPO_ROOT}models`, "/ort/": `${REPO_ROOT}packages/player/node_modules/onnxruntime-web/dist` });
   try {
     link = await startLink({ cc: o.scheme, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms });
     const server = link.server;
@@ -79,6 +81,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       duration_s: String(o.duration_s),
       cc: JSON.stringify(o.cc ?? {}),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
+      ...(o.tuner ? { tuner: o.tuner } : {}),
     });
     const console_lines: string[] = [];
     page.on("console", (m) => console_lines.push(`${m.type()}: ${m.text()}`));

@@ -13,6 +13,10 @@
  *             docs/bench/notes.md, if present, is appended under the computed
  *             target verdicts (the why and what-was-tried of a missed target).
  *   --sweep   simulator only: the simulated matrix and the sweeps (no browser).
+ *   --rl      issue 6: Nuwa-RL (the shipped model in the page) against fixed k = 1, 7 and
+ *             the best fixed k of models/report/evaluation.json, bulk, deep queue, on one
+ *             3G, one 4G and the low-band 5G trace (or --traces); writes out/bench/rl and
+ *             models/report/e2e.md. Needs ./nuwa train's evaluation first.
  *   (none)    a custom matrix from the options below (defaults as --full, no docs).
  *
  * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle
@@ -33,15 +37,19 @@ import { parseArgs } from "node:util";
 import {
   type BenchOptions,
   BULK_SCHEMES,
+  bestFixedK,
   clearBench,
+  describeRecord,
   effectiveConfig,
   type FairnessPoint,
   listTraces,
+  planRlRuns,
   planRuns,
   quickVerdict,
   type RunRecord,
   runFairness,
   runMatrix,
+  runOne,
   runSimMatrix,
   runSweeps,
   type SimRecord,
@@ -56,6 +64,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     full: { type: "boolean", default: false },
     sweep: { type: "boolean", default: false },
+    rl: { type: "boolean", default: false },
     traces: { type: "string" },
     schemes: { type: "string" },
     "shallow-schemes": { type: "string" },
@@ -82,8 +91,8 @@ function fail(msg: string): never {
   console.error(`bench: ${msg}`);
   process.exit(2);
 }
-const modes = [values.quick, values.full, values.sweep].filter(Boolean).length;
-if (modes > 1) fail("choose at most one of --quick, --full, --sweep");
+const modes = [values.quick, values.full, values.sweep, values.rl].filter(Boolean).length;
+if (modes > 1) fail("choose at most one of --quick, --full, --sweep, --rl");
 const list = (s: string | undefined, allowed: readonly string[], what: string): string[] | undefined => {
   if (s === undefined) return undefined;
   if (s === "none") return [];
@@ -130,8 +139,9 @@ const ratchetDuration = Number(values["ratchet-duration"]);
 if (!(ratchetDuration >= 70 && ratchetDuration <= 600)) fail(`--ratchet-duration must be 70..600 s (the metric is the last 60 s; got ${values["ratchet-duration"]})`);
 const oracleWindow = values["oracle-window-ms"] === undefined ? undefined : Number(values["oracle-window-ms"]);
 if (oracleWindow !== undefined && !(oracleWindow >= 1 && oracleWindow <= 10_000)) fail(`--oracle-window-ms must be 1..10000 (got ${values["oracle-window-ms"]})`);
-const mode = quick ? "quick" : values.full ? "full" : sweepOnly ? "sweep" : "custom";
+const mode = quick ? "quick" : values.full ? "full" : sweepOnly ? "sweep" : values.rl ? "rl" : "custom";
 const out_dir = resolve(values.out ?? `out/bench/${mode}`);
+
 
 const opts: BenchOptions = {
   out_dir,
@@ -164,6 +174,27 @@ function gitState(): { commit: string; dirty_files: string[] } {
   } catch {
     return { commit: "unknown", dirty_files: [] };
   }
+}
+if (values.rl) {
+  // Issue 6, item 6: Nuwa-RL against fixed k end to end; the simulator's evaluation (mmWave included) is models/report/evaluation.md.
+  const evalPath = `${REPO_ROOT}models/report/evaluation.json`;
+  if (!existsSync(evalPath)) fail(`${evalPath} missing: run ./nuwa train first (it writes the simulator evaluation)`);
+  const best_k = bestFixedK(JSON.parse(readFileSync(evalPath, "utf8")) as { rows: Record<string, unknown>[] });
+  const rlTraces = values.traces ? traces : all.e2e.filter((t) => ["norway-hsdpa-bus-1", "mahimahi-tmobile-lte-short", "lowband"].some((p) => t.path.includes(p)));
+  const rlRuns = planRlRuns(rlTraces, best_k, bulkDuration);
+  mkdirSync(out_dir, { recursive: true });
+  const started = new Date();
+  log(`${rlRuns.length} end-to-end runs (about ${Math.round((rlRuns.length * (bulkDuration + 12)) / 60)} min); best fixed k per family from the simulator: ${JSON.stringify(best_k)}`);
+  const o: BenchOptions = { out_dir, traces: rlTraces, bulk_schemes: ["nuwa"], video_schemes: [], queues: [1000], video_queues: [], seeds: 1, bulk_duration_s: bulkDuration, video_duration_s: 0, ratchet: false, ratchet_duration_s: 0, cc, delay_ms: 25, resume: values.resume!, log };
+  for (const [i, spec] of rlRuns.entries()) {
+    const rec = await runOne(spec, o);
+    log(`[${i + 1}/${rlRuns.length}] ${spec.id}: ${describeRecord(rec)} (${rec.wall_s.toFixed(0)} s)`);
+  }
+  const index = { command, mode, git: gitState(), started_utc: started.toISOString(), ended_utc: new Date().toISOString(), best_k, runs: rlRuns.map(({ id, trace, family, policy, k_mss }) => ({ id, trace: trace.name, family, policy, k_mss: Number.isNaN(k_mss) ? null : k_mss })) };
+  writeFileSync(`${out_dir}/rl-index.json`, JSON.stringify(index, null, 1));
+  execFileSync(PYTHON, ["-m", "nuwa_server.rl_eval", "--bench-dir", out_dir, "--md", `${REPO_ROOT}models/report/e2e.md`], { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
+  log(`report: ${out_dir}/rl-eval.md and models/report/e2e.md`);
+  process.exit(0);
 }
 if (!values["report-only"]) {
   if (quick) clearBench(out_dir);
