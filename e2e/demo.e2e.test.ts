@@ -13,7 +13,7 @@ import { launchChromium } from "./src/browser.js";
 import { PYTHON, REPO_ROOT, type Started, startWithReady } from "./src/procs.js";
 
 const OUT = `${REPO_ROOT}out/demo-e2e`;
-type DemoState = { ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; last: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
+type DemoState = { tuner: string; tuner_k: number[]; ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; last: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
 const SERIES = ["qd_page_ms", "qd_emu_ms", "td_ms", "window_kb", "grant_kb", "capacity_mbps", "delivered_mbps", "nuwa_mbps", "dashjs_mbps", "buffer_s", "bitrate_mbps", "k_mss", "rho_ms"];
 
 describe("demo page", () => {
@@ -108,6 +108,34 @@ describe("demo page", () => {
       const c = await read();
       expect(c.errors).toEqual([]);
       expect(page_errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it("?tuner=rl: the Nuwa-RL agent (onnxruntime-web) sets k and the k plot follows it", async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const page_errors: string[] = [];
+      page.on("pageerror", (e) => page_errors.push(String(e)));
+      await page.goto(`${url}?tuner=rl`);
+      await page.waitForFunction(() => window.__nuwa_demo?.ready === true || window.__nuwa_demo?.error !== null, undefined, { timeout: 60_000 });
+      await page.waitForFunction(() => window.__nuwa_demo.tuner_k.length >= 10 || window.__nuwa_demo.error !== null, undefined, { timeout: 30_000 });
+      await page.waitForTimeout(2_000);
+      const s = await page.evaluate(() => JSON.parse(JSON.stringify(window.__nuwa_demo)) as DemoState);
+      const series = await page.evaluate(() => window.__nuwa_demo_series!());
+      console.log(`demo RL: ${s.tuner_k.length} decisions, k ${s.tuner_k.slice(0, 12).join(" ")}…`);
+      expect(s.errors).toEqual([]);
+      expect(page_errors).toEqual([]);
+      expect(s.tuner).toBe("rl");
+      expect(await page.locator("#tuner").inputValue()).toBe("rl");
+      expect(await page.locator("#k").isDisabled()).toBe(true);
+      for (const k of s.tuner_k) expect(k >= 1 && k <= 9, `k ${k} outside the paper's [1, 9]`).toBe(true); // Eq. 11
+      // The plotted k is the controller's, which the agent set: its last value is the agent's last k.
+      const plotted = series.y.k_mss.filter((v): v is number => v !== null);
+      expect(plotted.length).toBeGreaterThan(5);
+      expect(s.tuner_k).toContain(plotted[plotted.length - 1]);
     } finally {
       await browser.close();
     }

@@ -15,6 +15,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type BulkResult, describeBulk, runBulk } from "./src/bulk.js";
+import { describePlay, runPlay } from "./src/play.js";
 import { PYTHON, REPO_ROOT } from "./src/procs.js";
 
 const execFileP = promisify(execFile);
@@ -84,5 +85,30 @@ describe("12.9 s outage on a real LTE trace", () => {
   it("no burst that overflows the queue when the link returns", () => {
     expect(rec.drops_after).toBe(0);
     expect(bulk.emulator.valid).toBe(true);
+  });
+});
+
+describe("video through the 12.9 s outage (issue 7, item 4: the player rides on its buffer)", () => {
+  it("keeps the session, plays from its buffer into the outage, and resumes when the link returns", async () => {
+    mkdirSync(OUT, { recursive: true });
+    const trace = scaledTrace(`${OUT}-play-trace.mahi`);
+    const out = `${OUT}/play`;
+    const s = (await runPlay({ trace, scheme: "nuwa", duration_s: 45, out_dir: out })) as Record<string, unknown> & {
+      media_played_s: number;
+      rebuffer_s: number;
+      rebuffer_count: number;
+      page_errors: string[];
+      player_errors: string[];
+      grant_violations: number;
+    };
+    console.log(describePlay(s, out));
+    expect(s.page_errors).toEqual([]);
+    expect(s.player_errors).toEqual([]);
+    expect(s.grant_violations).toBe(0);
+    // The link is dark from 11.1 s to 24.0 s. Without a buffer the player would stall for all of it;
+    // riding on its buffer, it stalls for less (the buffer it had at 11 s plays first).
+    expect(s.rebuffer_s).toBeLessThan(12.9);
+    // It resumes after the link returns (21 s of link time are left after the outage).
+    expect(s.media_played_s).toBeGreaterThan(45 - 12.9 - 6);
   });
 });

@@ -8,7 +8,7 @@
  * and reloads the page. State for tests: `window.__nuwa_demo`.
  */
 import { DEFAULT_CONFIG } from "@nuwa/cc";
-import { createNuwaPlayer } from "@nuwa/player";
+import { createNuwaPlayer, RL_CC } from "@nuwa/player";
 import * as dashjsModule from "dashjs";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -56,6 +56,9 @@ interface DemoState {
   last: Partial<Record<SeriesName, number>>;
   bins: number;
   params: { target_delay_ms: number; aggressiveness_mss: number; sensitivity_ms: number } | null;
+  /** k tuner: "fixed" or "rl", and the Nuwa-RL decisions so far (k after each). */
+  tuner: "fixed" | "rl";
+  tuner_k: number[];
 }
 
 declare global {
@@ -66,7 +69,7 @@ declare global {
   }
 }
 
-const state: DemoState = { ready: false, error: null, errors: [], epoch: 0, ticks: 0, media_s: 0, clock_rtt_ms: Number.NaN, filled: {}, last: {}, bins: 0, params: null };
+const state: DemoState = { ready: false, error: null, errors: [], epoch: 0, ticks: 0, media_s: 0, clock_rtt_ms: Number.NaN, filled: {}, last: {}, bins: 0, params: null, tuner: "fixed", tuner_k: [] };
 window.__nuwa_demo = state;
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const statusEl = $("status");
@@ -139,6 +142,13 @@ async function main(): Promise<void> {
   td.value = String(num("td", DEFAULT_CONFIG.target_delay_ms));
   kk.value = String(num("k", DEFAULT_CONFIG.aggressiveness_mss));
   rho.value = String(num("rho", DEFAULT_CONFIG.sensitivity_ms));
+  // k tuner (issue 6): `?tuner=rl` runs the Nuwa-RL agent, which sets k every interval; the k plot shows its choices.
+  const tunerSel = $<HTMLSelectElement>("tuner");
+  const useRl = q.get("tuner") === "rl";
+  tunerSel.value = useRl ? "rl" : "fixed";
+  kk.disabled = useRl;
+  state.tuner = useRl ? "rl" : "fixed";
+  let tunerNote = useRl ? "Nuwa-RL: loading" : "";
   $("note").textContent = `${cfg.trace.path}: ${cfg.trace.description || "bundled trace"} Link: ${cfg.delay_ms} ms each way, ${cfg.queue_packets}-packet drop-tail queue. Capacity and the emulator's queuing delay come from the trace and the emulator's log on its own clock.`;
 
   // Clock sync before anything is binned.
@@ -164,7 +174,20 @@ async function main(): Promise<void> {
     url: cfg.session_url,
     serverCertificateHashHex: cfg.cert_sha256_hex,
     mpd: cfg.mpd,
-    cc: { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) },
+    cc: useRl
+      ? { ...RL_CC, target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value), tuner: "rl", model: "/models/nuwa-rl.onnx", tuner_options: { wasm_paths: "/ort/" } }
+      : { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) },
+    onTelemetry: (e) => {
+      if (e.type === "tuner_ready") tunerNote = `Nuwa-RL: running every ${e.interval_ms} ms`;
+      else if (e.type === "tuner_decision") {
+        tunerNote = `Nuwa-RL: k ${e.k_mss.toFixed(2)} (×${e.factor}, ${e.inference_ms.toFixed(2)} ms)`;
+        state.tuner_k.push(e.k_mss);
+      }
+      else if (e.type === "tuner_fallback") {
+        tunerNote = `Nuwa-RL failed, fixed k ${e.k_mss}: ${e.error}`;
+        fail(tunerNote);
+      }
+    },
     mode: "control",
     abr: "nuwa",
     estimate: "nuwa",
@@ -193,8 +216,16 @@ async function main(): Promise<void> {
   np.player.on(dashjs.MediaPlayer.events.PLAYBACK_ENDED, () => np.player.seek(0)); // loop the 120 s ladder
   await np.session;
 
+  tunerSel.addEventListener("change", () => {
+    if (tunerSel.value === "rl") q.set("tuner", "rl");
+    else q.delete("tuner");
+    np.destroy();
+    location.search = `?${q}`; // a new player: the tuner is chosen when the player is made
+  });
   $("apply").addEventListener("click", () => {
-    const p = { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) };
+    const p = useRl
+      ? { target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value) }
+      : { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) };
     try {
       np.setParams(p); // throws RangeError on a value out of range (resolveConfig)
       q.set("td", td.value);
@@ -273,7 +304,7 @@ async function main(): Promise<void> {
     state.params = { target_delay_ms: c.config.target_delay_ms, aggressiveness_mss: c.config.aggressiveness_mss, sensitivity_ms: c.config.sensitivity_ms };
     const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "–");
     if (!state.error)
-      statusEl.textContent = `${cfg.trace.name}: video ${f(video.currentTime, 1)} s, buffer ${f(buffer_s, 1)} s, bitrate ${f(bitrate_bps / 1e6)} Mbit/s, ${stalls} stalls | Nuwa ${f(est_bps / 1e6)} Mbit/s, dash.js ${f(dashjs_bps / 1e6)} Mbit/s | window ${f(c.windowBytes / 1000, 0)} KB, Td ${c.config.target_delay_ms} ms, k ${c.config.aggressiveness_mss}, ρ ${c.config.sensitivity_ms} ms | clock sync ±${f(clock.rtt_ms / 2, 1)} ms`;
+      statusEl.textContent = `${cfg.trace.name}: video ${f(video.currentTime, 1)} s, buffer ${f(buffer_s, 1)} s, bitrate ${f(bitrate_bps / 1e6)} Mbit/s, ${stalls} stalls | Nuwa ${f(est_bps / 1e6)} Mbit/s, dash.js ${f(dashjs_bps / 1e6)} Mbit/s | window ${f(c.windowBytes / 1000, 0)} KB, Td ${c.config.target_delay_ms} ms, k ${c.config.aggressiveness_mss}, ρ ${c.config.sensitivity_ms} ms | clock sync ±${f(clock.rtt_ms / 2, 1)} ms${tunerNote ? ` | ${tunerNote}` : ""}`;
   };
   const draw = () => {
     for (const [p, names] of plots) p.setData([store.x, ...names.map((n) => store.y[n])] as unknown as uPlot.AlignedData);

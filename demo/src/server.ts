@@ -23,6 +23,15 @@ import { ensureContent } from "../../e2e/src/play.js";
 import { type Link, REPO_ROOT, startLink } from "../../e2e/src/procs.js";
 import { capacityBins, LogTail, type MahimahiTrace, meanRateBps, parseTrace } from "./link-truth.js";
 
+const ORT_DIST = join(REPO_ROOT, "packages/player/node_modules/onnxruntime-web/dist");
+/** Files served as they are: the shipped Nuwa-RL model and onnxruntime-web's wasm entry (the page's `?tuner=rl`). */
+const STATIC_ASSETS: Record<string, { path: string; type: string }> = {
+  "/models/nuwa-rl.onnx": { path: join(REPO_ROOT, "models/nuwa-rl.onnx"), type: "application/octet-stream" },
+  "/models/nuwa-rl.json": { path: join(REPO_ROOT, "models/nuwa-rl.json"), type: "application/json" },
+  "/ort/ort-wasm-simd-threaded.wasm": { path: join(ORT_DIST, "ort-wasm-simd-threaded.wasm"), type: "application/wasm" },
+  "/ort/ort-wasm-simd-threaded.mjs": { path: join(ORT_DIST, "ort-wasm-simd-threaded.mjs"), type: "text/javascript" },
+};
+
 /** Plot bin, ms. */
 export const BIN_MS = 200;
 const TRACES_DIR = join(REPO_ROOT, "traces");
@@ -197,6 +206,17 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
     configureServer(server: ViteDevServer) {
       server.middlewares.use(async (req, res, next) => {
         const url = new URL(req.url ?? "/", "http://x");
+        const asset = STATIC_ASSETS[url.pathname];
+        if (asset && req.method === "GET") {
+          // The Nuwa-RL model and onnxruntime-web's wasm entry (issue 6: the demo's RL tuner); a fixed list, no path from the request.
+          try {
+            const body = await readFile(asset.path);
+            res.writeHead(200, { "content-type": asset.type, "content-length": body.length });
+            return void res.end(body);
+          } catch (e) {
+            return json(res, 404, { error: `${url.pathname}: ${(e as Error).message}` });
+          }
+        }
         if (!url.pathname.startsWith("/api/")) return next();
         try {
           if (url.pathname === "/api/config" && req.method === "GET") {

@@ -3,9 +3,57 @@
  * `duration_s`, records every frame's (seq, send time, receive time, Qd, window)
  * and exposes the log as `window.__nuwa`. Parameters come from the query string:
  * url, hash, mode (control|observe), duration_s, size_bytes, cc (JSON),
- * stall_timeout_ms (optional: the session's stall watchdog, default the player's).
+ * stall_timeout_ms (optional: the session's stall watchdog, default the player's),
+ * tuner=rl (optional: the Nuwa-RL tuner sets k every interval; the model and
+ * onnxruntime-web's wasm are fetched from /models/ and /ort/).
  */
-import { NuwaSession, type TelemetryEvent } from "@nuwa/player";
+import { NuwaSession, RlTuner, type TelemetryEvent } from "@nuwa/player";
+
+/**
+ * The simple player of the RL training environment (models/nuwa_rl/agent.py
+ * PlayerBuffer, line for line): the bulk download fills a buffer of 2 s
+ * segments whose bitrate is the highest DASH rung ≤ 0.9 × the harmonic mean of
+ * the last 5 interval throughputs; playback drains 1 s/s from one segment on;
+ * capped at 30 s. It gives the tuner the buffer level the model was trained on.
+ */
+class TrainingPlayerBuffer {
+  static readonly LADDER_BPS = [300_000, 750_000, 1_200_000, 1_850_000, 2_850_000, 4_300_000, 6_000_000, 8_000_000];
+  buffer_s = 0;
+  private playing = false;
+  private bitrate_bps = TrainingPlayerBuffer.LADDER_BPS[0]!;
+  private segment_left_s = 2;
+  private recent_bps: number[] = [];
+
+  /** Advance one interval; returns the buffer level, s. */
+  step(received_bytes: number, interval_s: number): number {
+    this.recent_bps = [...this.recent_bps, (received_bytes * 8) / interval_s].slice(-5);
+    let bits = received_bytes * 8;
+    while (bits > 0) {
+      const take_s = Math.min(bits / this.bitrate_bps, this.segment_left_s);
+      this.buffer_s += take_s;
+      bits -= take_s * this.bitrate_bps;
+      this.segment_left_s -= take_s;
+      if (this.segment_left_s <= 1e-9) {
+        this.segment_left_s = 2;
+        const xs = this.recent_bps.filter((x) => x > 0);
+        const hm = xs.length ? xs.length / xs.reduce((a, x) => a + 1 / x, 0) : 0;
+        const ok = TrainingPlayerBuffer.LADDER_BPS.filter((r) => r <= 0.9 * hm);
+        this.bitrate_bps = ok.length ? ok[ok.length - 1]! : TrainingPlayerBuffer.LADDER_BPS[0]!;
+      }
+      if (bits < 1e-6) break;
+    }
+    if (!this.playing && this.buffer_s >= 2) this.playing = true;
+    if (this.playing) {
+      this.buffer_s -= interval_s;
+      if (this.buffer_s < 0) {
+        this.buffer_s = 0;
+        this.playing = false;
+      }
+    }
+    this.buffer_s = Math.min(this.buffer_s, 30);
+    return this.buffer_s;
+  }
+}
 
 interface BulkLog {
   done: boolean;
@@ -24,6 +72,9 @@ interface BulkLog {
   estimate: { t_us: number; bps: number; basis: string; delivery_rate_bps: number }[];
   started_us: number;
   ended_us: number;
+  /** Nuwa-RL decisions (tuner=rl): [receiver time µs, k after the decision, inference ms]. */
+  tuner_k: [number, number, number][];
+  tuner_state: string | null;
 }
 
 declare global {
@@ -50,6 +101,8 @@ const log: BulkLog = {
   estimate: [],
   started_us: 0,
   ended_us: 0,
+  tuner_k: [],
+  tuner_state: null,
 };
 window.__nuwa = log;
 const status = document.getElementById("status")!;
@@ -84,6 +137,29 @@ async function main(): Promise<void> {
     ...(q.has("stall_timeout_ms") ? { stall_timeout_ms: Number(q.get("stall_timeout_ms")) } : {}),
   });
   log.started_us = performance.now() * 1000;
+  let tuner: RlTuner | null = null;
+  if (q.get("tuner") === "rl") {
+    tuner = await RlTuner.load(session.controller, {
+      model: "/models/nuwa-rl.onnx",
+      wasm_paths: "/ort/",
+      onEvent: (e) => {
+        if (e.type === "tuner_decision") log.tuner_k.push([performance.now() * 1000, e.k_mss, e.inference_ms]);
+        else if (e.type === "tuner_fallback") log.error = `Nuwa-RL tuner fell back to a fixed k: ${e.error}`;
+      },
+    });
+    log.tuner_state = tuner.state;
+    const buffer = new TrainingPlayerBuffer();
+    let last_cum = session.controller.cumReceivedBytes;
+    let last_ms = performance.now();
+    tuner.start(() => {
+      const now = performance.now();
+      const c = session.controller;
+      if (now > last_ms) buffer.step(c.cumReceivedBytes - last_cum, (now - last_ms) / 1000);
+      last_cum = c.cumReceivedBytes;
+      last_ms = now;
+      return { cum_received_bytes: c.cumReceivedBytes, window_bytes: c.windowBytes, buffer_s: buffer.buffer_s, queuing_delay_ms: log.raw_qd_ms[log.raw_qd_ms.length - 1] ?? 0 };
+    });
+  }
   const timer = setInterval(() => {
     const t = performance.now() * 1000;
     const e = session.controller.estimate(t);
@@ -99,6 +175,7 @@ async function main(): Promise<void> {
   } finally {
     clearTimeout(stop);
     clearInterval(timer);
+    tuner?.stop();
     log.ended_us = performance.now() * 1000;
     session.close();
   }
