@@ -163,7 +163,7 @@ export class NuwaController {
           this.theta = 0;
           this.reason = stale ? "startup (post-outage, stale frames)" : "startup: +1 MSS per MSS received";
           // A doubling window is 2× what is in flight by design; validate at twice the usual factor.
-          if (stale || w_pkts * c.mss_bytes > 4 * c.initial_window_bytes) w_pkts = this.validate(w_pkts, qd_ms, recv_time_us, 2);
+          if (w_pkts * c.mss_bytes > 4 * c.initial_window_bytes) w_pkts = this.validate(w_pkts, qd_ms, recv_time_us, 2);
         }
         break;
       }
@@ -215,16 +215,14 @@ export class NuwaController {
    * information about the path; growing it anyway (the sender held back by its own loss-based
    * ceiling, say) lets a later burst of the whole window into the queue. The window is held at
    * most `window_validation_factor` × the bytes the path carries: max-filtered delivery rate ×
-   * (min RTT + min(Qd, Td)).
+   * (min RTT + Qd).
    */
   private validate(w_pkts: number, qd_ms: number, now_us: number, phase_factor = 1): number {
     const c = this.config;
     if (!Number.isFinite(c.window_validation_factor)) return w_pkts;
     const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
     if (!(rate_bps > 0)) return w_pkts;
-    // Qd counts up to Td: after an outage the start-up frames are stale and their Qd is the outage's
-    // (seconds), which would let a dribbling link "carry" a window of hundreds of packets.
-    const used_pkts = ((rate_bps / 8) * ((this.minRttUs + Math.min(qd_ms, c.target_delay_ms) * 1000) / 1e6)) / c.mss_bytes;
+    const used_pkts = ((rate_bps / 8) * ((this.minRttUs + qd_ms * 1000) / 1e6)) / c.mss_bytes;
     const limit_pkts = phase_factor * c.window_validation_factor * used_pkts;
     if (w_pkts > limit_pkts) {
       this.reason += `; window validation: ≤ ${phase_factor * c.window_validation_factor}× the ${used_pkts.toFixed(0)} packets in flight`;
