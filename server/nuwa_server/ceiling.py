@@ -28,6 +28,8 @@ from aioquic.quic.congestion.cubic import CubicCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
 
 CEILING_NAME = "nuwa_ceiling"
+OUTAGE_LOSS_AGE_S = 1.0
+"""A loss declared at least this long (and 8 RTTs) after the packet was sent is an outage's."""
 
 
 class NuwaCeilingCongestionControl(CubicCongestionControl):
@@ -53,8 +55,21 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         self._restart_target_bytes = self._W_max
 
     def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
-        self._restart_target_bytes = None  # a new loss ends the restart (Cubic as usual)
+        packets = list(packets)
+        sent_last = max((p.sent_time for p in packets if p.sent_time is not None), default=now)
+        outage = now - sent_last >= max(OUTAGE_LOSS_AGE_S, 8 * self.rtt)
+        before_bytes = max(self.congestion_window, self._W_max or 0)
         super().on_packets_lost(now=now, packets=packets)
+        if outage:
+            # Declared lost long after it was sent: the path was dark, not congested (a loss
+            # found ~1 RTT after sending is congestion). Restart as after persistent congestion,
+            # from where Cubic's decrease left the window, back toward the window before.
+            self.ssthresh = None
+            self._first_slow_start = True
+            self._starting_congestion_avoidance = False
+            self._restart_target_bytes = before_bytes
+        else:
+            self._restart_target_bytes = None  # a new loss ends the restart (Cubic as usual)
 
     def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
         target = self._restart_target_bytes

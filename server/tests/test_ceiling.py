@@ -88,3 +88,44 @@ def test_a_new_loss_ends_the_restart() -> None:
     cc.on_packets_lost(now=14.5, packets=[p])
     assert cc._restart_target_bytes is None
     assert cc.ssthresh is not None  # Cubic's multiplicative decrease, avoidance again
+
+
+def test_losses_found_long_after_sending_restart_slow_start_without_persistent_congestion() -> None:
+    """After an outage aioquic may declare the dark period's packets lost without persistent
+    congestion (seen end to end on Lumos LTE: the ceiling then grew ~20 packets per second)."""
+    def run(cc: CubicCongestionControl) -> int:
+        n = 0
+        for _ in range(100):
+            p = _packet(n, 0.0)
+            cc.on_packet_sent(packet=p)
+            cc.on_packet_acked(now=0.1, packet=p)
+            n += 1
+        cc.on_rtt_measurement(now=0.1, rtt=0.05)
+        lost = [_packet(n + i, 1.0) for i in range(5)]
+        n += 5
+        for p in lost:
+            cc.on_packet_sent(packet=p)
+        cc.on_packets_lost(now=13.0, packets=lost)  # 12 s after sending; no persistent congestion
+        for k in range(10):  # the outage's late RTT samples
+            cc.on_rtt_measurement(now=13.0 + 0.01 * k, rtt=0.05 + 12.0 * k / 10)
+        for i in range(40):
+            p = _packet(n + i, 13.1)
+            cc.on_packet_sent(packet=p)
+            cc.on_packet_acked(now=13.2, packet=p)
+        return cc.congestion_window
+
+    w_cubic = run(CubicCongestionControl(max_datagram_size=MSS))
+    ceiling = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    w_ceiling = run(ceiling)
+    assert w_ceiling >= w_cubic + 30 * MSS  # slow start: +1 MSS per MSS acked
+    # An ordinary loss (found within an RTT) is Cubic as usual.
+    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    for i in range(100):
+        p = _packet(i, 0.0)
+        cc.on_packet_sent(packet=p)
+        cc.on_packet_acked(now=0.1, packet=p)
+    cc.on_rtt_measurement(now=0.1, rtt=0.05)
+    p = _packet(100, 1.0)
+    cc.on_packet_sent(packet=p)
+    cc.on_packets_lost(now=1.06, packets=[p])
+    assert cc.ssthresh is not None and cc._restart_target_bytes is None
