@@ -15,7 +15,10 @@ This class keeps RFC 9002 §7.6.2's rule (the window drops to the minimum
 window) but restarts slow start from there, as a fresh connection would
 (RFC 9002 §7.3.1; RFC 7661 §4.1 restarts after an idle period the same way):
 the ceiling doubles per RTT back to where the grant is, and the grant, not the
-ceiling, keeps the queue bounded. The Cubic baselines (``--cc cubic``) keep
+ceiling, keeps the queue bounded. The same restart follows the two other ways
+an outage shows up in aioquic: losses declared long after sending without
+persistent congestion, and Cubic's reset of the window after 2 s without an
+ACK (``K_CUBIC_MAX_IDLE_TIME``; RFC 7661 §4.1 in spirit). The Cubic baselines (``--cc cubic``) keep
 aioquic's Cubic unchanged.
 """
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from aioquic.quic.congestion.base import register_congestion_control
-from aioquic.quic.congestion.cubic import CubicCongestionControl
+from aioquic.quic.congestion.cubic import K_CUBIC_MAX_IDLE_TIME, CubicCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
 
 CEILING_NAME = "nuwa_ceiling"
@@ -54,6 +57,18 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         self._starting_congestion_avoidance = False
         self._restart_target_bytes = self._W_max
 
+    def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
+        idle = self.last_ack != 0.0 and packet.sent_time - self.last_ack >= K_CUBIC_MAX_IDLE_TIME
+        before_bytes = max(self.congestion_window, self._W_max or 0)
+        super().on_packet_sent(packet=packet)  # aioquic resets the window after 2 s without an ACK
+        if idle:
+            # The reset leaves slow start to aioquic's delay-based exit, which the late RTT
+            # samples of an outage end at once (seen on full-capacity Lumos LTE: the ceiling
+            # went 871 → 18 packets and regrew ~1 packet per RTT). Restart toward the window
+            # before the silence, as after persistent congestion. Every probe sent while still
+            # idle resets again; the target stays the largest window seen before the first.
+            self._restart_target_bytes = max(self._restart_target_bytes or 0, before_bytes)
+
     def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
         packets = list(packets)
         sent_last = max((p.sent_time for p in packets if p.sent_time is not None), default=now)
@@ -67,7 +82,7 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
             self.ssthresh = None
             self._first_slow_start = True
             self._starting_congestion_avoidance = False
-            self._restart_target_bytes = before_bytes
+            self._restart_target_bytes = max(self._restart_target_bytes or 0, before_bytes)
         else:
             self._restart_target_bytes = None  # a new loss ends the restart (Cubic as usual)
 

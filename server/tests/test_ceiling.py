@@ -93,6 +93,7 @@ def test_a_new_loss_ends_the_restart() -> None:
 def test_losses_found_long_after_sending_restart_slow_start_without_persistent_congestion() -> None:
     """After an outage aioquic may declare the dark period's packets lost without persistent
     congestion (seen end to end on Lumos LTE: the ceiling then grew ~20 packets per second)."""
+
     def run(cc: CubicCongestionControl) -> int:
         n = 0
         for _ in range(100):
@@ -129,3 +130,57 @@ def test_losses_found_long_after_sending_restart_slow_start_without_persistent_c
     cc.on_packet_sent(packet=p)
     cc.on_packets_lost(now=1.06, packets=[p])
     assert cc.ssthresh is not None and cc._restart_target_bytes is None
+
+
+def test_idle_reset_during_an_outage_restarts_slow_start_through_the_late_rtt_samples() -> None:
+    """aioquic's Cubic resets its window when a packet goes out 2 s after the last ACK (a PTO
+    probe in an outage) and then leaves slow start on the first rising RTT: the outage's late
+    samples. Seen on full-capacity Lumos LTE: the ceiling went 871 → 18 packets and regrew
+    ~1 packet per RTT. The ceiling keeps slow start until the window before the silence."""
+
+    def run(cc: CubicCongestionControl) -> int:
+        n = 0
+        for _ in range(100):
+            p = _packet(n, 0.5)  # (aioquic reads a last-ACKed send time of 0.0 as "none yet")
+            cc.on_packet_sent(packet=p)
+            cc.on_packet_acked(now=0.6, packet=p)
+            n += 1
+        for k in range(5):
+            cc.on_rtt_measurement(now=0.6 + 0.01 * k, rtt=0.05)
+        for k in range(3):  # PTO probes into the dark link, 3 s, 5 s, 9 s after the last ACK
+            cc.on_packet_sent(packet=_packet(n, 3.0 + 2.0 * k * k))
+            n += 1
+        assert cc.congestion_window == 10 * MSS  # aioquic's idle reset (K_CUBIC_MAX_IDLE_TIME)
+        first = _packet(n, 12.0)  # the link is back: the first packet sent resets once more
+        n += 1
+        cc.on_packet_sent(packet=first)
+        cc.on_packet_acked(now=12.05, packet=first)
+        for k in range(10):  # the outage's late RTT samples: packets that waited through it
+            cc.on_rtt_measurement(now=12.05 + 0.01 * k, rtt=11.5 - 0.01 * k)
+        cc.on_rtt_measurement(now=12.2, rtt=0.05)  # then the link's own RTT again
+        for i in range(40):
+            p = _packet(n + i, 12.1)
+            cc.on_packet_sent(packet=p)
+            cc.on_packet_acked(now=12.2, packet=p)
+        return cc.congestion_window
+
+    w_cubic = run(CubicCongestionControl(max_datagram_size=MSS))
+    ceiling = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    w_ceiling = run(ceiling)
+    assert w_ceiling == 10 * MSS + 41 * MSS  # slow start: +1 MSS per MSS acked
+    assert w_cubic < 15 * MSS  # aioquic alone: avoidance from the reset window
+    assert ceiling._restart_target_bytes is not None and ceiling._restart_target_bytes >= 100 * MSS
+    # A later outage-age loss keeps the larger target.
+    late = _packet(10_000, 12.1)
+    ceiling.on_packet_sent(packet=late)
+    ceiling.on_packets_lost(now=14.0, packets=[late])
+    assert ceiling._restart_target_bytes >= 100 * MSS and ceiling.ssthresh is None
+
+
+def test_no_restart_without_idleness() -> None:
+    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    for i in range(100):
+        p = _packet(i, 0.01 * i)
+        cc.on_packet_sent(packet=p)
+        cc.on_packet_acked(now=0.01 * i + 0.05, packet=p)
+    assert cc._restart_target_bytes is None
