@@ -58,7 +58,12 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         self._restart_target_bytes = self._W_max
 
     def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
-        idle = self.last_ack != 0.0 and packet.sent_time - self.last_ack >= K_CUBIC_MAX_IDLE_TIME
+        sent_s = packet.sent_time
+        idle = (
+            sent_s is not None
+            and self.last_ack != 0.0
+            and sent_s - self.last_ack >= K_CUBIC_MAX_IDLE_TIME
+        )
         before_bytes = max(self.congestion_window, self._W_max or 0)
         super().on_packet_sent(packet=packet)  # aioquic resets the window after 2 s without an ACK
         if idle:
