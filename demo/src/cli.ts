@@ -3,24 +3,23 @@
  * demo (server, emulator, Vite) and print the URL to open; Ctrl-C stops everything.
  * Prints a JSON `{"event": "ready", "url": ...}` line too, for scripts and the e2e test.
  */
-import { parseArgs } from "node:util";
+import { parseCli, usageError } from "../../e2e/src/cli-args.js";
 import { startDemo } from "./server.js";
 
-const { values } = parseArgs({
-  options: {
-    trace: { type: "string" },
-    port: { type: "string" },
-    "delay-ms": { type: "string" },
-    "queue-packets": { type: "string" },
-    out: { type: "string" },
-  },
+const USAGE = `./nuwa demo [--trace FILE] [--port N] [--delay-ms MS] [--queue-packets N] [--out DIR]
+  live page: video through Nuwa + plots; prints the URL to open`;
+const values = parseCli(USAGE, {
+  trace: { type: "string" },
+  port: { type: "string" },
+  "delay-ms": { type: "string" },
+  "queue-packets": { type: "string" },
+  out: { type: "string" },
 });
 const num = (name: string, v: string | undefined, min: number): number | undefined => {
   if (v === undefined) return undefined;
   const x = Number(v);
   if (!Number.isInteger(x) || x < min) {
-    console.error(`--${name} must be an integer >= ${min} (got ${v})`);
-    process.exit(2);
+    usageError(USAGE, `--${name} must be an integer >= ${min} (got ${v})`);
   }
   return x;
 };

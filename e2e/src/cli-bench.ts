@@ -33,7 +33,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import {
   type BenchOptions,
   BULK_SCHEMES,
@@ -57,10 +56,16 @@ import {
   type TraceInfo,
   VIDEO_SCHEMES,
 } from "./bench.js";
+import { parseCli, usageError } from "./cli-args.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
-const { values } = parseArgs({
-  options: {
+const USAGE = `./nuwa bench [--quick | --full | --sweep | --rl] [--traces a,b] [--schemes nuwa,cubic,reno,oracle]
+  [--shallow-schemes ...] [--video-schemes nuwa,dashjs,dashjs_nuwa_estimate,observe|none] [--queues 1000,50]
+  [--video-queues 1000] [--seeds N] [--duration S] [--video-duration S] [--out DIR] [--cc JSON]
+  [--no-ratchet] [--no-sim] [--no-sweep] [--resume] [--report-only] [--sim-duration S]
+  [--ratchet-duration S] [--oracle-window-ms MS]
+  (every mode and option: the comment at the top of e2e/src/cli-bench.ts)`;
+const values = parseCli(USAGE, {
     quick: { type: "boolean", default: false },
     full: { type: "boolean", default: false },
     sweep: { type: "boolean", default: false },
@@ -84,12 +89,10 @@ const { values } = parseArgs({
     "no-sweep": { type: "boolean", default: false },
     resume: { type: "boolean", default: false },
     "report-only": { type: "boolean", default: false },
-  },
 });
 
 function fail(msg: string): never {
-  console.error(`bench: ${msg}`);
-  process.exit(2);
+  usageError(USAGE, `bench: ${msg}`);
 }
 const modes = [values.quick, values.full, values.sweep, values.rl].filter(Boolean).length;
 if (modes > 1) fail("choose at most one of --quick, --full, --sweep, --rl");

@@ -3,11 +3,12 @@
  *   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]`
  */
 import { writeFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { type BulkScheme, describeBulk, runBulk } from "./bulk.js";
+import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 
-const { values } = parseArgs({
-  options: {
+const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno|oracle --duration S [--json OUT] [--out DIR]
+  [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator`;
+const values = parseCli(USAGE, {
     trace: { type: "string", default: "traces/4G/mahimahi-tmobile-lte-short.mahi" },
     scheme: { type: "string", default: "nuwa" },
     duration: { type: "string", default: "30" },
@@ -16,17 +17,15 @@ const { values } = parseArgs({
     "delay-ms": { type: "string", default: "25" },
     "queue-packets": { type: "string", default: "1000" },
     cc: { type: "string", default: "{}" },
-  },
 });
+const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as BulkScheme;
 if (!["nuwa", "cubic", "reno", "oracle"].includes(scheme)) {
-  console.error(`--scheme must be nuwa, cubic, reno or oracle (got ${scheme})`);
-  process.exit(2);
+  usageError(USAGE, `--scheme must be nuwa, cubic, reno or oracle (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 5 && duration_s <= 3600)) {
-  console.error(`--duration must be 5..3600 s (got ${values.duration})`);
-  process.exit(2);
+  usageError(USAGE, `--duration must be 5..3600 s (got ${values.duration})`);
 }
 const out_dir = values.out ?? `out/bulk-${scheme}-${Date.now()}`;
 const r = await runBulk({
@@ -36,7 +35,7 @@ const r = await runBulk({
   out_dir,
   delay_ms: Number(values["delay-ms"]),
   queue_packets: Number(values["queue-packets"]),
-  cc: JSON.parse(values.cc!),
+  cc,
 });
 console.log(describeBulk(r));
 console.log(`logs: ${out_dir}`);

@@ -1,0 +1,39 @@
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "./procs.js";
+
+const TSX = `${REPO_ROOT}node_modules/.bin/tsx`;
+const run = (script: string, args: string[]) => spawnSync(TSX, [`${REPO_ROOT}${script}`, ...args], { cwd: REPO_ROOT, encoding: "utf8", timeout: 60_000 });
+
+// Every CLI parses its arguments before it starts a server, a browser or a build, so these run no I/O.
+describe("./nuwa subcommands: --help and bad arguments", () => {
+  for (const script of ["e2e/src/cli-bulk.ts", "e2e/src/cli-play.ts", "e2e/src/cli-bench.ts", "e2e/src/cli-pack.ts", "demo/src/cli.ts"]) {
+    it(`${script}: --help prints the usage and exits 0`, () => {
+      const r = run(script, ["--help"]);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toMatch(/^usage: \.\/nuwa \w+/);
+    });
+    it(`${script}: an unknown option is a one-line error with the usage, exit 2, no stack trace`, () => {
+      const r = run(script, ["--no-such-option"]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/^error: .*--no-such-option/);
+      expect(r.stderr).toContain("usage: ./nuwa");
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+  it("a malformed --cc is refused before anything starts", () => {
+    for (const [script, cc] of [
+      ["e2e/src/cli-bulk.ts", "{not json"],
+      ["e2e/src/cli-play.ts", "[1, 2]"],
+    ] as const) {
+      const r = run(script, ["--cc", cc]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/^error: --cc must be a JSON object/);
+    }
+  });
+  it("a value out of range names the option", () => {
+    const r = run("e2e/src/cli-bulk.ts", ["--duration", "2"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^error: --duration must be 5\.\.3600 s/);
+  });
+});
