@@ -74,15 +74,11 @@ describe("12.9 s outage on a real LTE trace", () => {
     expect(Math.max(...after)).toBeGreaterThan(0.5);
   });
 
-  it("after the link returns, utilization comes back to 80 % and the time is reported", () => {
+  // Issue 7's target. The server's ceiling restarts slow start on each of the three ways aioquic
+  // shows an outage (persistent congestion, losses found seconds after sending, Cubic's 2 s idle
+  // reset; ceiling.py): 0.75 s in every run since (docs/RELIABILITY.md), 4.25 s before.
+  it("after the link returns, ≥ 80 % utilization within 3 s (250 ms bins, emulator log)", () => {
     console.log(`time to 80 % utilization after the outage: ${rec.time_to_80pct_s} s (target ≤ 3 s)`);
-    expect(rec.time_to_80pct_s).not.toBeNull();
-    expect(rec.time_to_80pct_s!).toBeLessThanOrEqual(10);
-  });
-
-  // Issue 7's target: 0.75 s when aioquic declares the outage persistent congestion (the ceiling's
-  // restart), 4.25 s in two fresh-clone CI runs where it did not (RELIABILITY.md). Run with NUWA_STRICT_TARGETS=1.
-  it.runIf(process.env.NUWA_STRICT_TARGETS === "1")("after the link returns, ≥ 80 % utilization within 3 s (250 ms bins, emulator log)", () => {
     expect(rec.time_to_80pct_s).not.toBeNull();
     expect(rec.time_to_80pct_s!).toBeLessThanOrEqual(3);
   });

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from . import agent
-from .episode import Episode
+from .episode import REWARD_BASELINE_K_MSS, BaselineRun, Episode
 from .sim import REPO_ROOT, Stepper
 
 #: Training traces: every trace of the repo's 3G, 4G and 5G families.
@@ -31,18 +31,23 @@ class NuwaKEnv(gym.Env[np.ndarray, int]):
     seconds of its period, k = K_INITIAL_MSS, EPISODE_STEPS intervals.
 
     Observation: float32 [OBS_DIM] (agent.FEATURES x HISTORY_LEN, oldest first).
-    Action: index into agent.ACTIONS. Reward: agent.reward (Eq. 13).
+    Action: index into agent.ACTIONS. Reward: agent.reward (Eq. 13) minus the reward of the
+    same trace and start at a fixed k (`reward_baseline_k_mss`, episode.BaselineRun; None: the
+    raw Eq. 13 reward). info["raw_reward"] is always the agent's own Eq. 13 reward.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, traces: list[Path] | None = None, episode_steps: int = agent.EPISODE_STEPS,
-                 interval_ms: int = agent.INTERVAL_MS) -> None:
+                 interval_ms: int = agent.INTERVAL_MS,
+                 reward_baseline_k_mss: float | None = REWARD_BASELINE_K_MSS) -> None:
         self.traces = traces or repo_traces()
         self.episode_steps = episode_steps
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (agent.OBS_DIM,), np.float32)
         self.action_space = gym.spaces.Discrete(len(agent.ACTIONS))
         self.ep = Episode(Stepper(), interval_ms=interval_ms)
+        self.baseline = (None if reward_baseline_k_mss is None else
+                         BaselineRun(Episode(Stepper(), interval_ms=interval_ms), reward_baseline_k_mss))
         self.periods_ms: dict[Path, int] = {}
         self.t = 0
         self.trace: Path = self.traces[0]
@@ -55,14 +60,19 @@ class NuwaKEnv(gym.Env[np.ndarray, int]):
             self.periods_ms[self.trace] = int(self.ep.stepper.reset(self.trace)["period_ms"])
         start_ms = 1000 * int(self.np_random.integers(self.periods_ms[self.trace] // 1000))
         self.t = 0
+        if self.baseline is not None:
+            self.baseline.reset(self.trace, start_ms)
         return self.ep.reset(self.trace, start_ms), {"trace": str(self.trace), "start_ms": start_ms}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         r = self.ep.step(int(action))
+        reward = r.reward - (self.baseline.reward() if self.baseline is not None else 0.0)
         self.t += 1
-        info = {"k_mss": self.ep.k_mss, "throughput_mbps": r.throughput_mbps,
+        info = {"k_mss": self.ep.k_mss, "raw_reward": r.reward, "throughput_mbps": r.throughput_mbps,
                 "queuing_delay_ms": r.queuing_delay_ms, "loss_pct": r.loss_pct, "trace": self.trace.name}
-        return r.obs, r.reward, False, self.t >= self.episode_steps, info
+        return r.obs, reward, False, self.t >= self.episode_steps, info
 
     def close(self) -> None:
         self.ep.stepper.close()
+        if self.baseline is not None:
+            self.baseline.episode.stepper.close()

@@ -67,3 +67,30 @@ class Episode:
     def step(self, action: int) -> StepResult:
         """Eq. 11, then one interval."""
         return self.step_k(agent.apply_action(self.k_mss, action))
+
+
+#: k of the counterfactual baseline the training reward is measured against (None: raw Eq. 13 reward).
+REWARD_BASELINE_K_MSS: float | None = 1.0
+
+
+@dataclass
+class BaselineRun:
+    """The agent's trace and start replayed at a fixed k in lockstep with the agent.
+
+    Training reward = agent's Eq. 13 reward − this run's Eq. 13 reward in the same interval.
+    The baseline does not depend on the agent's actions, so the return it subtracts is the
+    same for every policy and the optimal policy is unchanged (a state-independent baseline,
+    Williams 1992; Greensmith et al. 2004); what it removes is the trace's own variance: how
+    good this second of this trace is for any k, which is 25-50x larger than the effect of k
+    (models/README.md) and buried the signal of the action in the raw reward.
+    """
+
+    episode: Episode
+    k_mss: float
+
+    def reset(self, trace: str | Path, trace_start_ms: int) -> None:
+        self.episode.reset(trace, trace_start_ms, k_initial_mss=self.k_mss)
+
+    def reward(self) -> float:
+        """Run one interval at the fixed k; its Eq. 13 reward."""
+        return self.episode.step_k(self.k_mss).reward

@@ -6,6 +6,7 @@ Reproduces the shipped model: `./nuwa train` runs this with the defaults
 models/report/ (reward curve and per-trace results PNG, evaluation table).
 
 Usage: python -m nuwa_rl.train [--timesteps N] [--seed S] [--n-envs E] [--out DIR] [--no-eval]
+       [--reward-baseline-k K|none] [--cc JSON] [--hp JSON] [--policy-kwargs JSON]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from . import agent, export
 from .env import NuwaKEnv, repo_traces
+from .episode import REWARD_BASELINE_K_MSS
 from .sim import ENV_CC_CONFIG, REPO_ROOT
 
 DEFAULT_TIMESTEPS = 160_000
@@ -41,7 +43,8 @@ def _git(*args: str) -> str:
         return ""
 
 
-def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[str, Any]]:
+def train(timesteps: int, seed: int, n_envs: int, out: Path,
+          reward_baseline_k_mss: float | None = REWARD_BASELINE_K_MSS) -> tuple[Any, dict[str, Any]]:
     from sb3_contrib import RecurrentPPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -49,20 +52,24 @@ def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[
     torch.set_num_threads(1)  # NOTES.md: two threads on two cores is slower and erratic
     commit = _git("rev-parse", "HEAD")
     cc_dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "packages/cc/src", "models/nuwa_rl"))
-    curve: list[tuple[int, float, str, float]] = []  # (timestep, mean reward, trace, mean k) per episode
+    # (timestep, mean Eq. 13 reward (not the baselined training reward), trace, mean k) per episode
+    curve: list[tuple[int, float, str, float]] = []
     k_sums = [0.0] * n_envs
+    r_sums = [0.0] * n_envs
 
     class Curve(BaseCallback):
         def _on_step(self) -> bool:
             for i, info in enumerate(self.locals["infos"]):
                 k_sums[i] += float(info.get("k_mss", 0.0))
+                r_sums[i] += float(info.get("raw_reward", 0.0))
                 if "episode" in info:
-                    curve.append((self.num_timesteps, float(info["episode"]["r"]) / agent.EPISODE_STEPS,
+                    curve.append((self.num_timesteps, r_sums[i] / agent.EPISODE_STEPS,
                                   Path(str(info.get("trace", ""))).name, k_sums[i] / agent.EPISODE_STEPS))
-                    k_sums[i] = 0.0
+                    k_sums[i] = r_sums[i] = 0.0
             return True
 
-    vec = make_vec_env(NuwaKEnv, n_envs=n_envs, seed=seed)
+    vec = make_vec_env(NuwaKEnv, n_envs=n_envs, seed=seed,
+                       env_kwargs={"reward_baseline_k_mss": reward_baseline_k_mss})
     model = RecurrentPPO("MlpLstmPolicy", vec, seed=seed, verbose=0, device="cpu",
                          policy_kwargs=POLICY_KWARGS, **HYPERPARAMS)
     t0 = time.time()
@@ -74,14 +81,15 @@ def train(timesteps: int, seed: int, n_envs: int, out: Path) -> tuple[Any, dict[
     info = {"timesteps": timesteps, "seed": seed, "n_envs": n_envs, "wall_s": round(wall_s, 1),
             "steps_per_s": round(timesteps / wall_s, 1), "hyperparams": HYPERPARAMS,
             "policy_kwargs": POLICY_KWARGS, "torch": torch.__version__, "machine": platform.machine(),
-            "episodes": len(curve), "git_commit": commit, "uncommitted_changes": cc_dirty}
+            "episodes": len(curve), "reward_baseline_k_mss": reward_baseline_k_mss,
+            "git_commit": commit, "uncommitted_changes": cc_dirty}
     print(f"trained {timesteps} steps in {wall_s:.0f} s ({timesteps / wall_s:.0f} steps/s)", flush=True)
     return model, info
 
 
 def fixture_sequence(seed: int, steps: int = 48) -> tuple[np.ndarray, np.ndarray]:
     """Observations of a real episode (agent acting by a seeded random rule), reset at steps/2."""
-    env = NuwaKEnv(episode_steps=steps)
+    env = NuwaKEnv(episode_steps=steps, reward_baseline_k_mss=None)
     rng = np.random.default_rng(seed)
     obs_l, starts = [], []
     try:
@@ -146,6 +154,8 @@ def main() -> None:
     ap.add_argument("--n-envs", type=int, default=4)
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "models")
     ap.add_argument("--no-eval", action="store_true")
+    ap.add_argument("--reward-baseline-k", default=str(REWARD_BASELINE_K_MSS),
+                    help="train on the reward minus that of the same trace at this fixed k ('none': raw reward)")
     ap.add_argument("--cc", type=json.loads, default={},
                     help="controller settings (JSON) over sim.ENV_CC_CONFIG (experiments; the shipped model: none)")
     ap.add_argument("--hp", type=json.loads, default={}, help="RecurrentPPO hyperparameters (JSON) over HYPERPARAMS")
@@ -156,7 +166,8 @@ def main() -> None:
     POLICY_KWARGS.update(a.policy_kwargs)
     out: Path = a.out
     out.mkdir(parents=True, exist_ok=True)
-    model, info = train(a.timesteps, a.seed, a.n_envs, out)
+    baseline_k = None if a.reward_baseline_k.lower() == "none" else float(a.reward_baseline_k)
+    model, info = train(a.timesteps, a.seed, a.n_envs, out, baseline_k)
     model.save(str(REPO_ROOT / "out" / "rl" / "nuwa-rl-sb3.zip"))
     onnx_path = out / "nuwa-rl.onnx"
     export.export_onnx(model.policy, onnx_path)

@@ -42,3 +42,29 @@ def test_stepper_errors_are_clear() -> None:
             st.step(3.0, 0)
     finally:
         st.close()
+
+
+def test_baseline_run_is_the_same_simulation_at_a_fixed_k() -> None:
+    """The training reward's baseline (episode.BaselineRun): same trace and start, fixed k, lockstep.
+    Run at the agent's own k, it reproduces the agent's rewards exactly (the difference the agent
+    is trained on is then 0); at another k it differs."""
+    from nuwa_rl.episode import BaselineRun
+
+    ep = Episode(Stepper())
+    same = BaselineRun(Episode(Stepper()), agent.K_INITIAL_MSS)
+    other = BaselineRun(Episode(Stepper()), 9.0)
+    try:
+        ep.reset(TRACE, 2000)
+        same.reset(TRACE, 2000)
+        other.reset(TRACE, 2000)
+        keep = agent.ACTIONS.index(1.0)
+        diffs_same, diffs_other = [], []
+        for _ in range(25):
+            r = ep.step(keep).reward
+            diffs_same.append(r - same.reward())
+            diffs_other.append(r - other.reward())
+        assert diffs_same == [0.0] * 25
+        assert max(abs(d) for d in diffs_other) > 1e-3
+    finally:
+        for e in (ep, same.episode, other.episode):
+            e.stepper.close()
