@@ -178,6 +178,9 @@ function gitState(): { commit: string; dirty_files: string[] } {
     return { commit: "unknown", dirty_files: [] };
   }
 }
+// The code a run executes is the code at its start (pages and servers are built per run from the
+// tree); the tree may change while a long matrix runs, so both ends are recorded.
+const gitAtStart = gitState();
 if (values.rl) {
   // Issue 6, item 6: Nuwa-RL against fixed k end to end; the simulator's evaluation (mmWave included) is models/report/evaluation.md.
   const evalPath = `${REPO_ROOT}models/report/evaluation.json`;
@@ -193,7 +196,7 @@ if (values.rl) {
     const rec = await runOne(spec, o);
     log(`[${i + 1}/${rlRuns.length}] ${spec.id}: ${describeRecord(rec)} (${rec.wall_s.toFixed(0)} s)`);
   }
-  const index = { command, mode, git: gitState(), started_utc: started.toISOString(), ended_utc: new Date().toISOString(), best_k, runs: rlRuns.map(({ id, trace, family, policy, k_mss }) => ({ id, trace: trace.name, family, policy, k_mss: Number.isNaN(k_mss) ? null : k_mss })) };
+  const index = { command, mode, git: gitAtStart, git_at_end: gitState(), started_utc: started.toISOString(), ended_utc: new Date().toISOString(), best_k, runs: rlRuns.map(({ id, trace, family, policy, k_mss }) => ({ id, trace: trace.name, family, policy, k_mss: Number.isNaN(k_mss) ? null : k_mss })) };
   writeFileSync(`${out_dir}/rl-index.json`, JSON.stringify(index, null, 1));
   execFileSync(PYTHON, ["-m", "nuwa_server.rl_eval", "--bench-dir", out_dir, "--md", `${REPO_ROOT}models/report/e2e.md`], { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
   log(`report: ${out_dir}/rl-eval.md and models/report/e2e.md`);
@@ -214,7 +217,8 @@ if (!values["report-only"]) {
   const index = {
     command,
     mode,
-    git: gitState(),
+    git: gitAtStart,
+    git_at_end: gitState(),
     started_utc: started.toISOString(),
     ended_utc: new Date().toISOString(),
     host: { cpus: (await import("node:os")).cpus().length },

@@ -74,6 +74,19 @@ def test_shallow_video_and_ratchet_targets():
     assert by_name(t, "Shallow queue: loss").met is True
     thr = by_name(t, "Shallow queue: throughput")
     assert thr.figure.startswith("3/5") and thr.met is True
+    # With runs missing, the verdict is decided only once they could not change it.
+    def shallow_thr(keep: list[str], nuwa_wins: set[str]) -> bool | None:
+        rs = []
+        for t in keep:
+            won = t in nuwa_wins
+            rs.append(rec("bulk", t, "x", "nuwa", 50, delivered=1_000_010 if won else 999_990))
+            rs.append(rec("bulk", t, "x", "cubic", 50, delivered=1_000_000))
+        targets = compute_targets(Cells(rs), {"config": {}}, [])
+        return by_name(targets, "Shallow queue: throughput").met
+    assert shallow_thr(five[:4], set()) is False  # 0 of 4, the fifth cannot make it 3
+    assert shallow_thr(five[:4], set(five[:2])) is None  # 2 of 4: the fifth decides
+    assert shallow_thr(five[:3], set(five[:3])) is True  # 3 already
+    assert shallow_thr(five[:2], set()) is None  # 0 of 2, three unmeasured could still make 3
     assert by_name(t, "No ratchet").met is False  # 31 > 20 + 10
     assert by_name(t, "Video: Nuwa's estimate median error").met is True
     assert by_name(t, "Video: Nuwa's estimate error ≤ half").met is True  # 10% ≤ 15%
