@@ -1,6 +1,8 @@
 """Test data for the player's tuner tests (packages/player/src/testdata/), from the Python side:
 
 - features.json: raw interval inputs -> agent.features (the TS port must agree to 1e-6);
+- player-buffer.json: received bytes per interval -> agent.PlayerBuffer levels (the bulk page's
+  TrainingPlayerBuffer, e2e/pages/training-buffer.ts, must agree to 1e-9);
 - wrong-shape.onnx: an actor step whose obs input is 7 wide (the metadata says OBS_DIM), to
   test the tuner's shape check;
 - bad.onnx: bytes that are not an ONNX model.
@@ -33,6 +35,23 @@ def features_vectors() -> list[dict[str, object]]:
     return [{"raw": list(r), "features": agent.features(*r).astype(float).tolist()} for r in RAW_INPUTS]
 
 
+def player_buffer_vectors(steps: int = 600, seed: int = 0) -> dict[str, object]:
+    """A seeded sequence through every regime of PlayerBuffer: empty link, start-up, rung
+    changes up and down the ladder, the 30 s cap, stalls and restarts."""
+    rng = np.random.default_rng(seed)
+    interval_s = agent.INTERVAL_MS / 1000
+    received: list[float] = []
+    for i in range(steps):
+        phase = (i // 60) % 10  # 12 s phases: dark, thin, mid, fat, bursty, dark 36 s, thin, mid
+        burst = float(rng.choice([0.0, 20e6]))
+        rate_bps = [0.0, 0.4e6, 3e6, 12e6, burst, 0.0, 0.0, 0.0, 0.4e6, 3e6][phase]
+        received.append(float(np.floor(rate_bps * interval_s / 8 * rng.uniform(0.5, 1.5))))
+    buf = agent.PlayerBuffer()
+    levels = [buf.step(b, interval_s) for b in received]
+    return {"interval_s": interval_s, "received_bytes": received, "buffer_s": levels,
+            "stall_s": buf.stall_s}
+
+
 def wrong_shape_model(path: str) -> None:
     import torch
     from torch import nn
@@ -60,6 +79,7 @@ def wrong_shape_model(path: str) -> None:
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "features.json").write_text(json.dumps(features_vectors(), indent=1) + "\n")
+    (OUT / "player-buffer.json").write_text(json.dumps(player_buffer_vectors()) + "\n")
     (OUT / "bad.onnx").write_bytes(np.random.default_rng(0).integers(0, 256, 512, dtype=np.uint8).tobytes())
     wrong_shape_model(str(OUT / "wrong-shape.onnx"))
 

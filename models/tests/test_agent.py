@@ -76,3 +76,14 @@ def test_player_buffer_fills_plays_and_stalls() -> None:
     assert p.buffer_s == agent.BUFFER_MAX_S
     with pytest.raises(ValueError):
         p.step(-1, 0.2)
+
+
+def test_player_buffer_vectors_are_current() -> None:
+    """packages/player/src/testdata/player-buffer.json is what PlayerBuffer gives now: the TS port
+    (e2e/pages/training-buffer.ts) is tested against it (e2e/src/training-buffer.test.ts)."""
+    import json
+
+    from nuwa_rl import testdata
+
+    committed = json.loads((testdata.OUT / "player-buffer.json").read_text())
+    assert committed == json.loads(json.dumps(testdata.player_buffer_vectors()))
