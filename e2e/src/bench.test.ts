@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
 import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, RL_ENV_CC, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
+import { REPO_ROOT } from "./procs.js";
 
 const rec = (scheme: string, p95: number, valid = true): RunRecord =>
   ({ scheme, kind: "bulk", valid, invalid_reasons: valid ? [] : ["emulator lateness p99 3 ms > 2 ms"], metrics: { queuing_delay_ms: { p95 } } }) as unknown as RunRecord;
@@ -67,7 +68,11 @@ describe("bench harness", () => {
     expect(rl.cc).toEqual(RL_ENV_CC);
     expect(runs.find((r) => r.policy === "k=7")!.cc).toEqual({ ...RL_ENV_CC, aggressiveness_mss: 7 });
     expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
-    expect(RL_ENV_CC).toEqual(RL_CC); // the settings the model was trained with, as the player applies them
+    // The settings the shipped model was trained with (models/nuwa-rl.json, written from sim.py ENV_CC_CONFIG)
+    // are the ones the player and this harness apply.
+    const trained = (JSON.parse(readFileSync(`${REPO_ROOT}models/nuwa-rl.json`, "utf8")) as { controller: Record<string, unknown> }).controller;
+    for (const [key, value] of Object.entries(RL_CC)) expect(trained[key], key).toEqual(value);
+    expect(Object.keys(trained).filter((k) => k !== "note").sort()).toEqual(Object.keys(RL_CC).sort());
   });
 
   it("simulated run of a real trace reports DESIGN.md's metrics", () => {

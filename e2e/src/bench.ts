@@ -18,6 +18,7 @@ import { DEFAULT_CONFIG, type NuwaConfig } from "../../packages/cc/src/config.js
 import { simulateBench } from "../../packages/cc/src/sim/bench-sim.js";
 import { simulateShared } from "../../packages/cc/src/sim/shared.js";
 import { constantRateTrace, parseMahimahiTrace, traceMeanBps } from "../../packages/cc/src/sim/trace.js";
+import { RL_CC } from "../../packages/player/src/dash/rl.js";
 import { type BulkScheme, runBulk } from "./bulk.js";
 import { type PlayScheme, runPlay } from "./play.js";
 import { REPO_ROOT } from "./procs.js";
@@ -197,8 +198,8 @@ export async function runOne(spec: RunSpec, o: BenchOptions): Promise<RunRecord>
   return rec;
 }
 
-/** The controller settings of the RL environment (models/nuwa_rl/sim.py ENV_CC_CONFIG = @nuwa/player RL_CC). */
-export const RL_ENV_CC: Readonly<Partial<NuwaConfig>> = Object.freeze({ step: "additive", target_delay_ms: 25, sensitivity_ms: 15 });
+/** The controller settings of the RL environment: the player's RL_CC (= models/nuwa_rl/sim.py ENV_CC_CONFIG, checked against the model's metadata in bench.test.ts). */
+export const RL_ENV_CC: Readonly<Partial<NuwaConfig>> = RL_CC;
 
 /** One RL evaluation run (issue 6, item 6): a policy on a trace. */
 export interface RlRunSpec extends RunSpec {
