@@ -23,15 +23,20 @@ def _packet(n: int, t: float) -> QuicSentPacket:
     )
 
 
+def _acked(cc: CubicCongestionControl, first: int, count: int, sent_s: float, ack_s: float) -> int:
+    """Send packets first.. at sent_s and ack each at ack_s; returns the next packet number."""
+    for n in range(first, first + count):
+        p = _packet(n, sent_s)
+        cc.on_packet_sent(packet=p)
+        cc.on_packet_acked(now=ack_s, packet=p)
+    return first + count
+
+
 def _outage_then_acks(cc: CubicCongestionControl, late_rtt_s: float | None = None) -> int:
     """Grow, lose a whole flight (an outage), declare persistent congestion, then
     ack 40 packets; returns the window after those acks, bytes."""
     n = 0
-    for _ in range(100):  # slow start to a large window
-        p = _packet(n, 0.0)
-        cc.on_packet_sent(packet=p)
-        cc.on_packet_acked(now=0.1, packet=p)
-        n += 1
+    n = _acked(cc, n, 100, 0.0, 0.1)  # slow start to a large window
     flight = [_packet(n + i, 1.0) for i in range(50)]
     n += 50
     for p in flight:
@@ -43,10 +48,7 @@ def _outage_then_acks(cc: CubicCongestionControl, late_rtt_s: float | None = Non
         # RTT samples of packets that waited through the outage: rising, seconds long.
         for k in range(20):
             cc.on_rtt_measurement(now=13.0 + 0.01 * k, rtt=0.05 + late_rtt_s * k / 20)
-    for i in range(40):
-        p = _packet(n + i, 13.1)
-        cc.on_packet_sent(packet=p)
-        cc.on_packet_acked(now=13.2, packet=p)
+    _acked(cc, n, 40, 13.1, 13.2)
     return cc.congestion_window
 
 
@@ -96,11 +98,7 @@ def test_losses_found_long_after_sending_restart_slow_start_without_persistent_c
 
     def run(cc: CubicCongestionControl) -> int:
         n = 0
-        for _ in range(100):
-            p = _packet(n, 0.0)
-            cc.on_packet_sent(packet=p)
-            cc.on_packet_acked(now=0.1, packet=p)
-            n += 1
+        n = _acked(cc, n, 100, 0.0, 0.1)
         cc.on_rtt_measurement(now=0.1, rtt=0.05)
         lost = [_packet(n + i, 1.0) for i in range(5)]
         n += 5
@@ -109,10 +107,7 @@ def test_losses_found_long_after_sending_restart_slow_start_without_persistent_c
         cc.on_packets_lost(now=13.0, packets=lost)  # 12 s after sending; no persistent congestion
         for k in range(10):  # the outage's late RTT samples
             cc.on_rtt_measurement(now=13.0 + 0.01 * k, rtt=0.05 + 12.0 * k / 10)
-        for i in range(40):
-            p = _packet(n + i, 13.1)
-            cc.on_packet_sent(packet=p)
-            cc.on_packet_acked(now=13.2, packet=p)
+        _acked(cc, n, 40, 13.1, 13.2)
         return cc.congestion_window
 
     w_cubic = run(CubicCongestionControl(max_datagram_size=MSS))
@@ -139,12 +134,8 @@ def test_idle_reset_during_an_outage_restarts_slow_start_through_the_late_rtt_sa
     ~1 packet per RTT. The ceiling keeps slow start until the window before the silence."""
 
     def run(cc: CubicCongestionControl) -> int:
-        n = 0
-        for _ in range(100):
-            p = _packet(n, 0.5)  # (aioquic reads a last-ACKed send time of 0.0 as "none yet")
-            cc.on_packet_sent(packet=p)
-            cc.on_packet_acked(now=0.6, packet=p)
-            n += 1
+        # (sent at 0.5 s: aioquic reads a last-ACKed send time of 0.0 as "none yet")
+        n = _acked(cc, 0, 100, 0.5, 0.6)
         for k in range(5):
             cc.on_rtt_measurement(now=0.6 + 0.01 * k, rtt=0.05)
         for k in range(3):  # PTO probes into the dark link, 3 s, 5 s, 9 s after the last ACK
@@ -158,10 +149,7 @@ def test_idle_reset_during_an_outage_restarts_slow_start_through_the_late_rtt_sa
         for k in range(10):  # the outage's late RTT samples: packets that waited through it
             cc.on_rtt_measurement(now=12.05 + 0.01 * k, rtt=11.5 - 0.01 * k)
         cc.on_rtt_measurement(now=12.2, rtt=0.05)  # then the link's own RTT again
-        for i in range(40):
-            p = _packet(n + i, 12.1)
-            cc.on_packet_sent(packet=p)
-            cc.on_packet_acked(now=12.2, packet=p)
+        _acked(cc, n, 40, 12.1, 12.2)
         return cc.congestion_window
 
     w_cubic = run(CubicCongestionControl(max_datagram_size=MSS))
