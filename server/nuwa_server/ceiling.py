@@ -36,7 +36,9 @@ OUTAGE_LOSS_AGE_S = 1.0
 
 
 class NuwaCeilingCongestionControl(CubicCongestionControl):
-    """aioquic Cubic that slow-starts again after persistent congestion.
+    """aioquic Cubic that slow-starts again when an outage shows: persistent congestion
+    (RFC 9002 §7.6), losses declared long after sending, or Cubic's own window reset after
+    2 s without an ACK.
 
     The restart runs until the window is back at the window before the loss
     (Cubic's ``W_max``) or a new loss: aioquic's delay-increase exit from slow
