@@ -18,8 +18,8 @@ the ceiling doubles per RTT back to where the grant is, and the grant, not the
 ceiling, keeps the queue bounded. The same restart follows the two other ways
 an outage shows up in aioquic: losses declared long after sending without
 persistent congestion, and Cubic's reset of the window after 2 s without an
-ACK (``K_CUBIC_MAX_IDLE_TIME``; RFC 7661 §4.1 in spirit). The Cubic baselines (``--cc cubic``) keep
-aioquic's Cubic unchanged.
+ACK (``K_CUBIC_MAX_IDLE_TIME``; RFC 7661 §4.1 in spirit). The Cubic baselines
+(``--cc cubic``) keep aioquic's Cubic unchanged.
 """
 
 from __future__ import annotations
@@ -52,12 +52,21 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         super().__init__(max_datagram_size=max_datagram_size)
         self._restart_target_bytes: int | None = None
 
-    def on_persistent_congestion(self) -> None:
-        super().on_persistent_congestion()  # window → minimum (RFC 9002 §7.6.2)
-        self.ssthresh = None  # slow start again (RFC 9002 §7.3.1)
+    def _restart(self, target_bytes: int) -> None:
+        """Slow start again (RFC 9002 §7.3.1) from the current window until it is back at
+        ``target_bytes`` (the largest target of restarts still running) or a new loss."""
+        self.ssthresh = None
         self._first_slow_start = True
         self._starting_congestion_avoidance = False
-        self._restart_target_bytes = self._W_max
+        self._restart_target_bytes = max(self._restart_target_bytes or 0, target_bytes)
+
+    def _largest_window_bytes(self) -> int:
+        """The window now or, if larger, Cubic's window before its last reduction, bytes."""
+        return max(self.congestion_window, self._W_max or 0)
+
+    def on_persistent_congestion(self) -> None:
+        super().on_persistent_congestion()  # window → minimum (RFC 9002 §7.6.2)
+        self._restart(self._W_max)
 
     def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
         sent_s = packet.sent_time
@@ -66,30 +75,28 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
             and self.last_ack != 0.0
             and sent_s - self.last_ack >= K_CUBIC_MAX_IDLE_TIME
         )
-        before_bytes = max(self.congestion_window, self._W_max or 0)
+        if not idle:
+            super().on_packet_sent(packet=packet)
+            return
+        before_bytes = self._largest_window_bytes()
         super().on_packet_sent(packet=packet)  # aioquic resets the window after 2 s without an ACK
-        if idle:
-            # The reset leaves slow start to aioquic's delay-based exit, which the late RTT
-            # samples of an outage end at once (seen on full-capacity Lumos LTE: the ceiling
-            # went 871 → 18 packets and regrew ~1 packet per RTT). Restart toward the window
-            # before the silence, as after persistent congestion. Every probe sent while still
-            # idle resets again; the target stays the largest window seen before the first.
-            self._restart_target_bytes = max(self._restart_target_bytes or 0, before_bytes)
+        # The reset leaves slow start to aioquic's delay-based exit, which the late RTT samples
+        # of an outage end at once (seen on full-capacity Lumos LTE: the ceiling went 871 → 18
+        # packets and regrew ~1 packet per RTT). Restart toward the window before the silence.
+        # Every probe sent while still idle resets again; the target stays the largest.
+        self._restart(before_bytes)
 
     def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
         packets = list(packets)
         sent_last = max((p.sent_time for p in packets if p.sent_time is not None), default=now)
         outage = now - sent_last >= max(OUTAGE_LOSS_AGE_S, 8 * self.rtt)
-        before_bytes = max(self.congestion_window, self._W_max or 0)
+        before_bytes = self._largest_window_bytes()
         super().on_packets_lost(now=now, packets=packets)
         if outage:
             # Declared lost long after it was sent: the path was dark, not congested (a loss
             # found ~1 RTT after sending is congestion). Restart as after persistent congestion,
             # from where Cubic's decrease left the window, back toward the window before.
-            self.ssthresh = None
-            self._first_slow_start = True
-            self._starting_congestion_avoidance = False
-            self._restart_target_bytes = max(self._restart_target_bytes or 0, before_bytes)
+            self._restart(before_bytes)
         else:
             self._restart_target_bytes = None  # a new loss ends the restart (Cubic as usual)
 
