@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
-import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, RL_ENV_CC, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
+import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
 import { REPO_ROOT } from "./procs.js";
 
 const rec = (scheme: string, p95: number, valid = true): RunRecord =>
@@ -65,8 +65,8 @@ describe("bench harness", () => {
     expect(runs.filter((r) => r.family === "3G").map((r) => r.policy)).toEqual(["rl", "k=1", "k=7"]); // best is k=1
     const rl = runs.find((r) => r.policy === "rl")!;
     expect(rl.tuner).toBe("rl");
-    expect(rl.cc).toEqual(RL_ENV_CC);
-    expect(runs.find((r) => r.policy === "k=7")!.cc).toEqual({ ...RL_ENV_CC, aggressiveness_mss: 7 });
+    expect(rl.cc).toEqual(RL_CC);
+    expect(runs.find((r) => r.policy === "k=7")!.cc).toEqual({ ...RL_CC, aggressiveness_mss: 7 });
     expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
     // The settings the shipped model was trained with (models/nuwa-rl.json, written from sim.py ENV_CC_CONFIG)
     // are the ones the player and this harness apply.

@@ -198,9 +198,6 @@ export async function runOne(spec: RunSpec, o: BenchOptions): Promise<RunRecord>
   return rec;
 }
 
-/** The controller settings of the RL environment: the player's RL_CC (= models/nuwa_rl/sim.py ENV_CC_CONFIG, checked against the model's metadata in bench.test.ts). */
-export const RL_ENV_CC: Readonly<Partial<NuwaConfig>> = RL_CC;
-
 /** One RL evaluation run (issue 6, item 6): a policy on a trace. */
 export interface RlRunSpec extends RunSpec {
   family: string;
@@ -247,7 +244,7 @@ export function planRlRuns(traces: TraceInfo[], best_k: Record<string, number>, 
     if (kb !== 1 && kb !== 7) policies.push([`k=${kb} (best)`, kb]);
     for (const [policy, k] of policies) {
       const tag = policy === "rl" ? "rl" : `k${k}`;
-      runs.push({ id: `rl-${short(t)}-${tag}`, kind: "bulk", trace: t, scheme: "nuwa", queue_packets: 1000, seed: 1, duration_s, warmup_s: 2, cc: Number.isNaN(k) ? { ...RL_ENV_CC } : { ...RL_ENV_CC, aggressiveness_mss: k }, tuner: policy === "rl" ? "rl" : undefined, family, policy, k_mss: k });
+      runs.push({ id: `rl-${short(t)}-${tag}`, kind: "bulk", trace: t, scheme: "nuwa", queue_packets: 1000, seed: 1, duration_s, warmup_s: 2, cc: Number.isNaN(k) ? { ...RL_CC } : { ...RL_CC, aggressiveness_mss: k } /* the RL environment's settings */, tuner: policy === "rl" ? "rl" : undefined, family, policy, k_mss: k });
     }
   }
   return runs;

@@ -9,14 +9,14 @@ import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno|oracle --duration S [--json OUT] [--out DIR]
   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator`;
 const values = parseCli(USAGE, {
-    trace: { type: "string", default: "traces/4G/mahimahi-tmobile-lte-short.mahi" },
-    scheme: { type: "string", default: "nuwa" },
-    duration: { type: "string", default: "30" },
-    json: { type: "string" },
-    out: { type: "string" },
-    "delay-ms": { type: "string", default: "25" },
-    "queue-packets": { type: "string", default: "1000" },
-    cc: { type: "string", default: "{}" },
+  trace: { type: "string", default: "traces/4G/mahimahi-tmobile-lte-short.mahi" },
+  scheme: { type: "string", default: "nuwa" },
+  duration: { type: "string", default: "30" },
+  json: { type: "string" },
+  out: { type: "string" },
+  "delay-ms": { type: "string", default: "25" },
+  "queue-packets": { type: "string", default: "1000" },
+  cc: { type: "string", default: "{}" },
 });
 const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as BulkScheme;

@@ -5,11 +5,11 @@ import { describePlay, type PlayScheme, runPlay } from "./play.js";
 const USAGE = `./nuwa play [--trace FILE] [--duration S] [--scheme nuwa|cubic|observe|dashjs|dashjs_nuwa_estimate] [--out DIR] [--cc JSON]
   play DASH video through Nuwa under a trace; prints a summary`;
 const values = parseCli(USAGE, {
-    trace: { type: "string", default: "traces/4G/mahimahi-verizon-lte-short.mahi" },
-    duration: { type: "string", default: "60" },
-    scheme: { type: "string", default: "nuwa" },
-    out: { type: "string", default: "out/play" },
-    cc: { type: "string", default: "{}" },
+  trace: { type: "string", default: "traces/4G/mahimahi-verizon-lte-short.mahi" },
+  duration: { type: "string", default: "60" },
+  scheme: { type: "string", default: "nuwa" },
+  out: { type: "string", default: "out/play" },
+  cc: { type: "string", default: "{}" },
 });
 const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as PlayScheme;
