@@ -70,9 +70,11 @@ class GrantConfig:
         min_window_bytes / max_window_bytes: clamp of a grant's window.
         grant_timeout_us: no-grant time before the fallback, µs.
         window_from_grants: True: a grant's window is the window (``nuwa``);
-            False (``oracle``): grants only report ``cum_received_bytes`` and
-            the window is set by :meth:`GrantState.set_window` (issue 5's
-            causal oracle, :mod:`.emulator.oracle`).
+            False (``oracle``): grants are logged but move nothing; the
+            window is set by :meth:`GrantState.set_window` and outstanding
+            bytes by :meth:`GrantState.set_oracle_outstanding`, both from the
+            emulator (issue 13 item 3, :mod:`.oracle_sender`); no grant
+            timeout fallback.
     """
 
     enforce: bool = True
@@ -255,7 +257,9 @@ class GrantState:
         elif window > self.config.max_window_bytes:
             window = self.config.max_window_bytes
             reasons.append(REASON_WINDOW_HIGH)
-        cum = grant.cum_received_bytes
+        # oracle: outstanding is on the emulator's delivered-bytes clock, not the page's
+        cum = grant.cum_received_bytes if self.config.window_from_grants else (
+            self.cum_received_bytes)
         if cum > self.bytes_written:
             cum = self.bytes_written
             reasons.append(REASON_CUM_BEYOND_WRITTEN)
@@ -293,6 +297,22 @@ class GrantState:
                                 self.config.max_window_bytes)
         return self.window_bytes
 
+    def set_oracle_outstanding(self, outstanding_bytes: int) -> int:
+        """Set outstanding bytes from the emulator's delivered-bytes clock (the oracle).
+
+        ``outstanding_bytes`` (frame bytes): what the emulator's report says is
+        still in the network (:func:`.oracle_sender.oracle_outstanding_wire_bytes`),
+        clamped to [0, bytes_written]; frames written later add to it. Stored as
+        ``cum_received_bytes = bytes_written − outstanding`` (which may move
+        back when retransmissions put bytes on the wire). Returns the clamped
+        value. Raises ValueError unless ``window_from_grants`` is False.
+        """
+        if self.config.window_from_grants:
+            raise ValueError("set_oracle_outstanding: this session takes grants")
+        outstanding = min(max(int(outstanding_bytes), 0), self.bytes_written)
+        self.cum_received_bytes = self.bytes_written - outstanding
+        return outstanding
+
     def rtt_sample_us(self, grant: Grant, now_us: int) -> int | None:
         """RTT sample from the echo: now − echo_send_time_us − echo_hold_us, µs.
 
@@ -309,7 +329,7 @@ class GrantState:
 
     def fallback_level(self, now_us: int) -> int:
         """Number of whole grant timeouts since the last accepted grant (0 = none)."""
-        if not self.config.enforce:
+        if not self.config.enforce or not self.config.window_from_grants:
             return 0
         since = self.last_grant_time_us if self.last_grant_time_us is not None else (
             self.start_time_us

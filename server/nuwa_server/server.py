@@ -30,6 +30,7 @@ import logging
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -42,6 +43,7 @@ from aioquic.quic.logger import QuicFileLogger
 
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
 from .emulator.oracle import OracleMessageError, decode_report
+from .oracle_sender import SentBytesTransport
 from .session import CC_MODES, NuwaProtocol, ServerContext, SessionConfig
 from .websocket import start_ws_server
 
@@ -118,6 +120,19 @@ class RunningServer:
         self.context.close_oracle_log()
 
 
+class _OracleQuicServer(QuicServer):
+    """QuicServer whose transport counts the bytes sent to each peer port (oracle mode:
+    the server side of the emulator's delivered-bytes clock, :mod:`.oracle_sender`)."""
+
+    def __init__(self, *args: Any, sent_bytes: dict[int, int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sent_bytes = sent_bytes
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Wrap the transport in a :class:`.oracle_sender.SentBytesTransport`."""
+        super().connection_made(SentBytesTransport(transport, self._sent_bytes))  # type: ignore[arg-type]
+
+
 class OracleProtocol(asyncio.DatagramProtocol):
     """Receives the emulator's capacity reports (``--cc oracle``, :mod:`.emulator.oracle`).
 
@@ -136,7 +151,7 @@ class OracleProtocol(asyncio.DatagramProtocol):
             self.dropped += 1
             logger.warning("dropped oracle datagram from %s: %s", addr, exc)
             return
-        self.context.on_oracle_report(r.capacity_bytes, r.window_ms, r.t_ms)
+        self.context.on_oracle_report(r)
 
 
 def make_quic_configuration(
@@ -222,10 +237,13 @@ async def start_server(
     def create_protocol(quic: Any, stream_handler: Any = None) -> NuwaProtocol:
         return NuwaProtocol(quic, stream_handler, context=context)
 
-    transport, quic_server = await loop.create_datagram_endpoint(
-        partial(QuicServer, configuration=quic_config, create_protocol=create_protocol),
-        sock=sock,
-    )
+    factory: Callable[[], QuicServer] = partial(
+        QuicServer, configuration=quic_config, create_protocol=create_protocol)
+    if config.cc == "oracle":
+        factory = partial(_OracleQuicServer, configuration=quic_config,
+                          create_protocol=create_protocol,
+                          sent_bytes=context.oracle_sent_wire_bytes)
+    transport, quic_server = await loop.create_datagram_endpoint(factory, sock=sock)
     bound_port = sock.getsockname()[1]
     running = RunningServer(bound_port, cert, context, transport, quic_server,
                             quic_config=quic_config,

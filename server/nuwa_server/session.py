@@ -38,7 +38,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol, QuicStreamHandler
 from aioquic.buffer import encode_uint_var
@@ -62,6 +62,12 @@ from aioquic.quic.events import (
 from .ceiling import CEILING_NAME
 from .content import ContentError, ContentRoot, satisfiable_range
 from .grants import FloodGuard, GrantConfig, GrantDecision, GrantState, WriteBudget
+from .oracle_sender import (
+    ORACLE_CC_NAME,
+    oracle_outstanding_wire_bytes,
+    oracle_window_wire_bytes,
+    wire_to_frame_bytes,
+)
 from .protocol import (
     FRAME_HEADER_BYTES,
     MAX_FRAME_PAYLOAD_BYTES,
@@ -78,6 +84,9 @@ from .protocol import (
     encode_head,
     parse_request,
 )
+
+if TYPE_CHECKING:
+    from .emulator.oracle import OracleReport
 
 logger = logging.getLogger("nuwa_server.session")
 
@@ -179,8 +188,10 @@ class SessionConfig:
 
     @property
     def quic_congestion_control(self) -> str:
-        """aioquic congestion control: the Cubic ceiling (ceiling.py) for nuwa/oracle."""
-        return CEILING_NAME if self.cc in ("nuwa", "oracle") else self.cc
+        """aioquic congestion control: the Cubic ceiling (ceiling.py) for nuwa, none for oracle."""
+        if self.cc == "oracle":  # no loss-based ceiling under the oracle (oracle_sender.py)
+            return ORACLE_CC_NAME
+        return CEILING_NAME if self.cc == "nuwa" else self.cc
 
     def grant_config(self) -> GrantConfig:
         """The :class:`GrantConfig` this config implies."""
@@ -716,6 +727,8 @@ class ServerContext:
     protocols: list[NuwaProtocol] = field(default_factory=list)
     oracle_window_bytes: int | None = None
     oracle_reports: int = 0
+    oracle_sent_wire_bytes: dict[int, int] = field(default_factory=dict)
+    """Oracle mode: UDP payload bytes sent to each peer port (server.py counts them)."""
     _oracle_log: IO[str] | None = None
 
     @classmethod
@@ -725,32 +738,52 @@ class ServerContext:
         root = ContentRoot(config.content_root) if config.content_root else None
         return cls(config, root)
 
-    def on_oracle_report(self, capacity_bytes: int, window_ms: int, t_ms: float) -> int:
-        """Apply one oracle report (``--cc oracle``): window = capacity × base RTT.
+    def on_oracle_report(self, report: OracleReport) -> int:
+        """Apply one oracle report (``--cc oracle``, :mod:`.oracle_sender`).
 
-        ``capacity_bytes`` were offered by the link over the last ``window_ms``
-        (the base RTT), counted in wire bytes (UDP payloads); the window counts
-        frame bytes, so it is scaled by frame ÷ (frame + QUIC packet overhead).
-        Sets every open session's window, logs the report to
+        Window = the capacity offered over the last base RTT, scaled to the
+        base RTT + the report interval (:func:`.oracle_sender.oracle_window_wire_bytes`);
+        outstanding bytes of each session = bytes the server sent to its flow
+        − the flow's delivered and dropped bytes in the report
+        (:func:`.oracle_sender.oracle_outstanding_wire_bytes`; flows matched
+        by the peer's UDP port, counted in ``oracle_sent_wire_bytes``). Both
+        are wire bytes (UDP payloads), turned into frame bytes by frame ÷
+        (frame + QUIC packet overhead). A session whose flow is not in the
+        report keeps its outstanding count. Logs the report to
         ``<log_dir>/oracle.jsonl`` and wakes the senders. Returns the window,
-        bytes. Raises ValueError when the server is not in oracle mode.
+        frame bytes. Raises ValueError when the server is not in oracle mode.
         """
         if self.config.cc != "oracle":
             raise ValueError(f"oracle report in cc={self.config.cc} mode")
         frame = FRAME_HEADER_BYTES + self.config.frame_payload_bytes
-        window = int(capacity_bytes * frame / (frame + PACKET_OVERHEAD_BYTES))
+        window = wire_to_frame_bytes(
+            oracle_window_wire_bytes(report.capacity_bytes, report.window_ms, report.interval_ms),
+            frame, PACKET_OVERHEAD_BYTES)
         self.oracle_window_bytes = window
         self.oracle_reports += 1
-        for session in self.sessions:
-            if not session.closed:
+        flows = {f.port: f for f in report.flows}
+        outstanding_log: list[int] = []
+        for proto in list(self.protocols):
+            port = proto.peer_port()
+            flow = flows.get(port) if port is not None else None
+            outstanding = None
+            if flow is not None:
+                outstanding = wire_to_frame_bytes(oracle_outstanding_wire_bytes(
+                    self.oracle_sent_wire_bytes.get(flow.port, 0), flow.delivered_bytes,
+                    flow.dropped_bytes), frame, PACKET_OVERHEAD_BYTES)
+            for session in proto.open_sessions():
                 window = session.grants.set_window(window)
+                if outstanding is not None:
+                    outstanding_log.append(session.grants.set_oracle_outstanding(outstanding))
         if self.config.log_dir is not None:
             if self._oracle_log is None:
                 self._oracle_log = open(Path(self.config.log_dir) / "oracle.jsonl", "w",
                                         buffering=1 << 14)
             self._oracle_log.write(
-                f'{{"recv_time_us":{now_us()},"t_ms":{t_ms:.3f},"window_ms":{window_ms},'
-                f'"capacity_bytes":{capacity_bytes},"window_bytes":{window}}}\n'
+                f'{{"recv_time_us":{now_us()},"t_ms":{report.t_ms:.3f},'
+                f'"window_ms":{report.window_ms},"interval_ms":{report.interval_ms:g},'
+                f'"capacity_bytes":{report.capacity_bytes},"window_bytes":{window},'
+                f'"outstanding_bytes":{json.dumps(outstanding_log)}}}\n'
             )
         for proto in list(self.protocols):
             proto.transmit()
@@ -784,6 +817,15 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._wake_at: float | None = None
         self._wake_handle: Any = None
         self._pumping = False
+
+    def peer_port(self) -> int | None:
+        """UDP port of the peer (the emulator's socket for one client), None before a path."""
+        paths = self._quic._network_paths
+        return int(paths[0].addr[1]) if paths else None
+
+    def open_sessions(self) -> list[NuwaSession]:
+        """This connection's sessions that are not closed."""
+        return [s for s in self._sessions.values() if not s.closed]
 
     # ------------------------------------------------------------------ events
 

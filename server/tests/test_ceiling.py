@@ -60,9 +60,8 @@ def test_ceiling_slow_starts_after_persistent_congestion() -> None:
     assert cubic < ceiling / 4
 
 
-def test_nuwa_and_oracle_modes_use_the_ceiling_and_baselines_keep_cubic() -> None:
+def test_nuwa_mode_uses_the_ceiling_and_baselines_keep_cubic() -> None:
     assert SessionConfig(cc="nuwa").quic_congestion_control == CEILING_NAME
-    assert SessionConfig(cc="oracle").quic_congestion_control == CEILING_NAME
     assert SessionConfig(cc="cubic").quic_congestion_control == "cubic"
     assert SessionConfig(cc="reno").quic_congestion_control == "reno"
 

@@ -14,9 +14,21 @@ bytes, i.e. capacity × base RTT.
 Pure parts only (no sockets, no clock): :class:`CapacityCounter` and the
 message codec. The relay (:mod:`.relay`) schedules and sends.
 
-Message (UDP payload, big-endian, 29 bytes): magic ``b"NWOR"`` (4), version
-1 (u8), link time t of the measurement (f64 ms), window_ms (u32),
-capacity_bytes offered in (t − window_ms, t] (u64), sequence (u32).
+With each report go the emulator's delivered-bytes clocks, one per client
+flow: the cumulative bytes (UDP payloads) of that flow's downlink packets
+that left the bottleneck queue toward the client, and those the queue
+dropped, both as of link time t. The server subtracts them from the bytes it
+sent to that flow to know what is still in the network, one uplink delay late
+(issue 13 item 3; :mod:`nuwa_server.oracle_sender`). A flow is named by the
+UDP port of the emulator's socket toward the server (the peer port the
+server sees for that client).
+
+Message (UDP payload, big-endian): a 35-byte header, magic ``b"NWOR"`` (4),
+version 2 (u8), link time t of the measurement (f64 ms), window_ms (u32),
+report interval (u32 µs), capacity_bytes offered in (t − window_ms, t]
+(u64), sequence (u32), flow count n (u16); then n flow entries of 18 bytes:
+port (u16), delivered_bytes (u64), dropped_bytes (u64), cumulative since the
+emulator started.
 """
 
 from __future__ import annotations
@@ -28,14 +40,35 @@ from dataclasses import dataclass
 from .trace import PACKET_SIZE_BYTES, Trace
 
 ORACLE_MAGIC = b"NWOR"
-ORACLE_VERSION = 1
-_FMT = struct.Struct("!4sBdIQI")
+ORACLE_VERSION = 2
+_FMT = struct.Struct("!4sBdIIQIH")
+_FLOW = struct.Struct("!HQQ")
 ORACLE_MESSAGE_BYTES = _FMT.size
-"""Size of one oracle message, bytes (29)."""
+"""Size of an oracle message without flow entries (the header), bytes (35)."""
+ORACLE_FLOW_BYTES = _FLOW.size
+"""Size of one flow entry, bytes (18)."""
+ORACLE_MAX_FLOWS = 64
+"""Most flow entries in one message (35 + 64 × 18 = 1187 bytes, one datagram)."""
 
 
 class OracleMessageError(ValueError):
     """An oracle datagram is malformed; the message says how."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlowBytes:
+    """One flow's delivered-bytes clock at the report's link time.
+
+    ``port``: UDP port of the emulator's socket toward the server for this
+    client (the peer port the server sees); ``delivered_bytes``: cumulative
+    UDP payload bytes of the flow's downlink packets that left the bottleneck
+    toward the client; ``dropped_bytes``: those the queue dropped (drop-tail
+    or random loss). Both cumulative since the emulator started, bytes.
+    """
+
+    port: int
+    delivered_bytes: int
+    dropped_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +78,18 @@ class OracleReport:
     ``t_ms``: link time at the end of the measured interval, ms after the
     emulator's base timestamp; ``window_ms``: interval length, ms (the base
     RTT); ``capacity_bytes``: bytes the trace offered in ``(t_ms − window_ms,
-    t_ms]``; ``seq``: report number, from 0.
+    t_ms]``; ``seq``: report number, from 0; ``interval_ms``: time between
+    reports, ms (µs resolution on the wire); ``flows``: the delivered-bytes
+    clock of each client flow (:class:`FlowBytes`), at most
+    :data:`ORACLE_MAX_FLOWS`.
     """
 
     t_ms: float
     window_ms: int
     capacity_bytes: int
     seq: int
+    interval_ms: float = 0.0
+    flows: tuple[FlowBytes, ...] = ()
 
     @property
     def capacity_bps(self) -> float:
@@ -65,24 +103,41 @@ def encode_report(r: OracleReport) -> bytes:
         raise ValueError(f"window_ms must be in 1..2^32-1, got {r.window_ms}")
     if not 0 <= r.capacity_bytes < 2**64:
         raise ValueError(f"capacity_bytes must be in 0..2^64-1, got {r.capacity_bytes}")
-    return _FMT.pack(ORACLE_MAGIC, ORACLE_VERSION, r.t_ms, r.window_ms, r.capacity_bytes,
-                     r.seq % 2**32)
+    interval_us = round(r.interval_ms * 1000.0)
+    if not 0 <= interval_us < 2**32:
+        raise ValueError(f"interval_ms must be in 0..4294 s, got {r.interval_ms}")
+    if len(r.flows) > ORACLE_MAX_FLOWS:
+        raise ValueError(f"at most {ORACLE_MAX_FLOWS} flows per report, got {len(r.flows)}")
+    out = [_FMT.pack(ORACLE_MAGIC, ORACLE_VERSION, r.t_ms, r.window_ms, interval_us,
+                     r.capacity_bytes, r.seq % 2**32, len(r.flows))]
+    for f in r.flows:
+        if not 0 <= f.port < 2**16:
+            raise ValueError(f"flow port must be in 0..65535, got {f.port}")
+        out.append(_FLOW.pack(f.port, f.delivered_bytes % 2**64, f.dropped_bytes % 2**64))
+    return b"".join(out)
 
 
 def decode_report(data: bytes) -> OracleReport:
     """Decode one datagram; :class:`OracleMessageError` on a bad length, magic or version."""
-    if len(data) != ORACLE_MESSAGE_BYTES:
+    if len(data) < ORACLE_MESSAGE_BYTES:
         raise OracleMessageError(
-            f"oracle message must be {ORACLE_MESSAGE_BYTES} bytes, got {len(data)}"
+            f"oracle message must be at least {ORACLE_MESSAGE_BYTES} bytes, got {len(data)}"
         )
-    magic, version, t_ms, window_ms, cap, seq = _FMT.unpack(data)
+    magic, version, t_ms, window_ms, interval_us, cap, seq, n = _FMT.unpack_from(data)
     if magic != ORACLE_MAGIC:
         raise OracleMessageError(f"bad oracle magic {magic!r}")
     if version != ORACLE_VERSION:
         raise OracleMessageError(f"unsupported oracle version {version}")
     if window_ms == 0:
         raise OracleMessageError("oracle window_ms is 0")
-    return OracleReport(t_ms, window_ms, cap, seq)
+    if len(data) != ORACLE_MESSAGE_BYTES + n * ORACLE_FLOW_BYTES:
+        raise OracleMessageError(
+            f"oracle message with {n} flows must be "
+            f"{ORACLE_MESSAGE_BYTES + n * ORACLE_FLOW_BYTES} bytes, got {len(data)}"
+        )
+    flows = tuple(FlowBytes(*_FLOW.unpack_from(data, ORACLE_MESSAGE_BYTES + i * ORACLE_FLOW_BYTES))
+                  for i in range(n))
+    return OracleReport(t_ms, window_ms, cap, seq, interval_us / 1000.0, flows)
 
 
 class CapacityCounter:

@@ -37,7 +37,7 @@ from typing import Any
 from .delay import DelayLine
 from .link import QueueLimit, TraceLink
 from .mmlog import MahimahiLogWriter, sidecar_path, write_sidecar
-from .oracle import CapacityCounter, OracleReport, encode_report
+from .oracle import ORACLE_MAX_FLOWS, CapacityCounter, FlowBytes, OracleReport, encode_report
 from .rate import RateLink
 from .rxtime import ANC_BYTES, RxClock, enable_rx_timestamps
 from .timing import (
@@ -69,7 +69,8 @@ class RelayConfig:
     ``oracle_to``: (host, port) of the server's oracle socket; when set, every
     ``oracle_interval_ms`` the capacity offered over the last
     ``oracle_window_ms`` (default: delay_ms + uplink_delay_ms, the base RTT)
-    is sent there ``uplink_delay_ms`` late (:mod:`.oracle`).
+    is sent there ``uplink_delay_ms`` late, with each client flow's
+    delivered and dropped bytes at the same link time (:mod:`.oracle`).
     """
 
     server: tuple[str, int]
@@ -160,6 +161,10 @@ class Relay:
         self._up_rate: RateLink[UpItem] = RateLink(1.0)
         self._last_up_ms = float("-inf")
         self._last_down_ms = float("-inf")
+        # the oracle's delivered-bytes clocks, per client: cumulative UDP payload bytes
+        # that left the bottleneck toward it / that the queue dropped (issue 13 item 3)
+        self._delivered_bytes: dict[Addr, int] = {}
+        self._dropped_bytes: dict[Addr, int] = {}
 
     def request_stop(self) -> None:
         """Ask :meth:`run` to finish (within ``max_block_ms``)."""
@@ -270,6 +275,8 @@ class Relay:
         if not st.rx_timestamps:
             lag_ms = 0.0
         hist = st.lateness
+        delivered = self._delivered_bytes
+        dropped = self._dropped_bytes
         sel = select.select
         fds = self._fds
         no_fds: list[socket.socket] = []
@@ -279,7 +286,8 @@ class Relay:
             while not self._stop and now < end_ms:
                 # 1. move everything due by `now`
                 for rel, item in down_delay.pop_due(now):
-                    down.enqueue(max(rel, down.now_ms), len(item[0]), item)
+                    if not down.enqueue(max(rel, down.now_ms), len(item[0]), item):
+                        dropped[item[1]] = dropped.get(item[1], 0) + len(item[0])
                 deps = down.service(now)
                 if deps:
                     send_ms = mono() * 1000.0 - t0
@@ -288,6 +296,7 @@ class Relay:
                         if d.departure_ms != last_opp:
                             last_opp = d.departure_ms
                             hist.add(send_ms - last_opp)
+                        delivered[d.item[1]] = delivered.get(d.item[1], 0) + len(d.item[0])
                         try:
                             listen.sendto(d.item[0], d.item[1])
                         except OSError:
@@ -309,8 +318,11 @@ class Relay:
                         cap = oracle_counter.capacity_bytes(
                             oracle_next_ms - oracle_window_ms, oracle_next_ms
                         )
+                        # departures up to `now` (≤ a wake-up's lateness past t) are counted
                         msg = encode_report(OracleReport(oracle_next_ms, oracle_window_ms, cap,
-                                                         st.oracle_reports))
+                                                         st.oracle_reports,
+                                                         cfg.oracle_interval_ms,
+                                                         self._flow_clocks()))
                         st.oracle_reports += 1
                         oracle_delay.push(oracle_next_ms, msg)
                         oracle_next_ms += cfg.oracle_interval_ms
@@ -388,6 +400,15 @@ class Relay:
                 oracle_sock.close()
             self._close()
         return st
+
+    def _flow_clocks(self) -> tuple[FlowBytes, ...]:
+        """Each client's delivered and dropped downlink bytes so far, keyed by the port of
+        the relay's socket toward the server (what the server sees as the peer port)."""
+        out: list[FlowBytes] = []
+        for client, up in list(self._upstream.items())[-ORACLE_MAX_FLOWS:]:
+            out.append(FlowBytes(int(up.getsockname()[1]), self._delivered_bytes.get(client, 0),
+                                 self._dropped_bytes.get(client, 0)))
+        return tuple(out)
 
     def _read_clients(self, listen: socket.socket, now: float) -> None:
         rx = self._rx

@@ -1,0 +1,167 @@
+"""The causal oracle's sender (``--cc oracle``): window and outstanding on the emulator's clock.
+
+Issue 13 item 3 redefines the oracle as the best a causal sender could do
+(DESIGN.md, "Comparisons that isolate one factor"): it knows what the link
+offered and what it delivered, one uplink delay late, and nothing about the
+future. Every report of :mod:`.emulator.oracle` (link time t, received at the
+server at about t + U, U the uplink delay) carries
+
+* ``C_rtt``: bytes the trace offered in (t − R, t], R = D + U the base RTT
+  (D the downlink propagation delay);
+* per flow, the bytes that left the bottleneck (delivered) and that the queue
+  dropped, cumulative, as of t.
+
+Outstanding bytes (issue 13: "on the emulator's delivered-bytes clock"):
+
+    outstanding_wire = sent_wire(now) − delivered_wire(t) − dropped_wire(t)
+
+where ``sent_wire`` counts every UDP payload byte the server sent to the
+flow's peer (:class:`SentBytesTransport`). That is what is in the delay line
+and the queue, plus what was delivered in (t, now]: the truth, one uplink
+delay late. Between reports the server adds the frames it writes
+(:meth:`.grants.GrantState.set_oracle_outstanding`).
+
+Window, derived: at a steady capacity rate c with an empty queue, the
+outstanding count at the moment just before a report arrives is the bytes in
+the downlink delay line (c·D), those delivered since the newest report's t
+(c·U) and those delivered over the report interval I during which the clock
+did not move (c·I). A window of c·(D + U + I) therefore keeps the bottleneck
+busy without a standing queue; any less starves it by the shortfall each
+interval. With c taken as the last base RTT's offered rate, C_rtt / R:
+
+    window_wire = C_rtt × (R + I) / R                (:func:`oracle_window_wire_bytes`)
+
+The only error left is the capacity's change over the lag, which no causal
+sender can know. Frame bytes are wire bytes × frame / (frame + QUIC packet
+overhead), applied to the window and to the (bounded) outstanding count, never
+to a cumulative counter, so the conversion cannot drift.
+
+No loss-based ceiling: the oracle keeps the queue near empty, so it never
+triggers the losses a Cubic ceiling reacts to, and a ceiling would only add
+its own start-up and outage restarts (slow start after each dark stretch) to
+a reference that is meant to know the capacity. The oracle runs under
+:class:`UncappedCongestionControl` (a fixed, large QUIC window); it is a
+measurement reference in the lab, never a product mode (the product's
+safety promise, "never more in flight than a loss-based sender", is about
+receiver grants, which the oracle does not take).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from aioquic.quic.congestion.base import QuicCongestionControl, register_congestion_control
+from aioquic.quic.packet_builder import QuicSentPacket
+
+ORACLE_CC_NAME = "nuwa_oracle_uncapped"
+"""aioquic congestion-control name of :class:`UncappedCongestionControl`."""
+
+UNCAPPED_WINDOW_BYTES = 64 * 1024 * 1024
+"""The oracle's QUIC congestion window, bytes: the grant module's largest window
+(``grants.MAX_WINDOW_BYTES``), so QUIC never binds before the oracle's window.
+aioquic's pacer then runs at cwnd / sRTT (≥ 1 GB/s at 50 ms): no pacing in practice."""
+
+
+class UncappedCongestionControl(QuicCongestionControl):
+    """aioquic congestion control with a fixed window of :data:`UNCAPPED_WINDOW_BYTES`.
+
+    Keeps ``bytes_in_flight`` (RFC 9002 §2) for aioquic's recovery and never
+    changes the window on loss, persistent congestion or RTT: the oracle's
+    window (module doc) is the only limit.
+    """
+
+    def __init__(self, *, max_datagram_size: int) -> None:
+        super().__init__(max_datagram_size=max_datagram_size)
+        self.congestion_window = UNCAPPED_WINDOW_BYTES
+
+    def on_packet_acked(self, *, now: float, packet: QuicSentPacket) -> None:
+        """An ACK removes the packet from the flight."""
+        self.bytes_in_flight -= packet.sent_bytes
+
+    def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
+        """A sent packet joins the flight."""
+        self.bytes_in_flight += packet.sent_bytes
+
+    def on_packets_expired(self, *, packets: Iterable[QuicSentPacket]) -> None:
+        """Expired packets leave the flight."""
+        for packet in packets:
+            self.bytes_in_flight -= packet.sent_bytes
+
+    def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
+        """Lost packets leave the flight; the window stays (module doc)."""
+        for packet in packets:
+            self.bytes_in_flight -= packet.sent_bytes
+
+    def on_persistent_congestion(self) -> None:
+        """Nothing: the oracle knows the capacity, it has no congestion state."""
+
+    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
+        """Nothing: RTT samples do not move the window."""
+
+
+register_congestion_control(ORACLE_CC_NAME, UncappedCongestionControl)
+
+
+def oracle_window_wire_bytes(capacity_bytes: int, window_ms: float, interval_ms: float) -> int:
+    """Window in wire bytes: ``capacity_bytes`` offered over the last ``window_ms`` (the base
+    RTT R), scaled to R + ``interval_ms`` (the report interval I): C_rtt × (R + I) / R.
+
+    Derivation in the module doc: the delivered-bytes clock is one uplink delay
+    and up to one interval old, so the window must cover the downlink delay
+    line, the report lag and the interval at the last RTT's rate. Rounded up.
+    Raises ValueError if ``window_ms`` ≤ 0 or the others are negative.
+    """
+    if window_ms <= 0:
+        raise ValueError(f"window_ms must be > 0, got {window_ms}")
+    if capacity_bytes < 0 or interval_ms < 0:
+        raise ValueError(f"capacity_bytes and interval_ms must be >= 0, got "
+                         f"{capacity_bytes}, {interval_ms}")
+    return -(-capacity_bytes * round((window_ms + interval_ms) * 1000) // round(window_ms * 1000))
+
+
+def oracle_outstanding_wire_bytes(sent_bytes: int, delivered_bytes: int,
+                                  dropped_bytes: int) -> int:
+    """Bytes still in the network as known one uplink delay late, wire bytes.
+
+    ``sent_bytes``: cumulative UDP payload bytes the server sent to the flow,
+    now; ``delivered_bytes`` / ``dropped_bytes``: the emulator's cumulative
+    counts for the flow at the report's link time. Never negative (a report
+    cannot count bytes the server has not sent; 0 if it does, e.g. a flow that
+    the server does not know yet).
+    """
+    return max(0, sent_bytes - delivered_bytes - dropped_bytes)
+
+
+def wire_to_frame_bytes(wire_bytes: int, frame_bytes: int, overhead_bytes: int) -> int:
+    """Wire bytes (UDP payloads) → frame bytes: × frame / (frame + per-packet overhead).
+
+    One frame per packet (session.py's send discipline). Use on bounded
+    quantities (a window, an outstanding count), not cumulative counters.
+    """
+    return wire_bytes * frame_bytes // (frame_bytes + overhead_bytes)
+
+
+class SentBytesTransport:
+    """A datagram transport that counts the bytes sent to each peer port.
+
+    Wraps the QUIC server's transport in oracle mode: ``sent_bytes[port]`` is
+    the cumulative UDP payload bytes sent to a peer with that UDP port (the
+    emulator's socket for one client, which is how its reports name flows).
+    Everything else is the wrapped transport's.
+    """
+
+    def __init__(self, inner: asyncio.DatagramTransport, sent_bytes: dict[int, int]) -> None:
+        self._inner = inner
+        self.sent_bytes = sent_bytes
+
+    def sendto(self, data: bytes, addr: Any = None) -> None:
+        """Send and count ``len(data)`` against ``addr``'s port."""
+        if addr is not None:
+            port = int(addr[1])
+            self.sent_bytes[port] = self.sent_bytes.get(port, 0) + len(data)
+        self._inner.sendto(data, addr)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
