@@ -2,7 +2,7 @@
 server and the page (DESIGN.md "How it is measured").
 
 - utilization: delivered bytes ÷ trace capacity bytes over the download's active
-  period after a warm-up (``utilization_all`` of the emulator log over that
+  period after a warm-up (``utilization`` of the emulator log over that
   window: the bulk sender always has data, so idle capacity counts against it).
 - queuing delay: per packet, departure − arrival at the emulator queue.
 - Qd error: the page's Qd for a frame against the emulator's queuing delay of the
@@ -152,8 +152,8 @@ def bulk_metrics(run_dir: Path, trace: Path, delay_ms: float, warmup_s: float) -
     qd = qd_error(log, page, delay_ms, start_ms, end_ms)
     gv = grant_violations(run_dir / "server")
     return {
-        "utilization": m.utilization_all,
-        "utilization_backlogged": m.utilization,
+        "utilization": m.utilization,
+        "utilization_busy": m.utilization_busy,
         "queuing_delay_ms": {
             k: m.queuing_delay_ms.get(k) for k in ("mean", "p50", "p95", "p99", "max")
         },

@@ -103,8 +103,8 @@ def test_metrics_from_a_simulated_run(tmp_path):
     assert m.backlogged_opportunities == c.backlogged_opportunities
     assert m.backlogged_served_bytes == c.served_bytes
     assert m.replay_mismatches == m.delay_mismatches == m.schedule_mismatches == 0
-    assert 0.95 < m.utilization <= 1.0
-    assert m.utilization_all < 0.75  # the idle last second counts against it
+    assert 0.95 < m.utilization_busy <= 1.0
+    assert m.utilization < 0.75  # the idle last second counts against it
     # queuing delay: 300 packets of ~1 KB at ~1.5 KB/ms is ~200 ms at most
     assert 50 < m.queuing_delay_ms["p95"] < 300
     recs = packet_records(log)
@@ -113,12 +113,29 @@ def test_metrics_from_a_simulated_run(tmp_path):
     # windowed: only the backlogged middle second
     w = analyze_log(log, tr, start_ms=500, end_ms=1500)
     assert w.opportunities == len(tr.opportunities_between_ms(500, 1500))
-    assert w.utilization == pytest.approx(w.utilization_all, abs=0.01)
-    assert w.utilization > 0.97
+    assert w.utilization_busy == pytest.approx(w.utilization, abs=0.01)
+    assert w.utilization_busy > 0.97
     assert w.duration_s == 1.0
 
 
 @pytest.mark.skipif(not VERIFY.exists(), reason="shared verify_mmlog.py not available")
+def test_summary_utilization_counts_idle_capacity_and_busy_only_is_named_so(tmp_path):
+    """Issue 13 item 4: the summary's ``utilization`` is delivered ÷ all capacity (idle
+    opportunities counted); the busy-only figure is ``utilization_busy``."""
+    from nuwa_server.emulator.relay import RunStats
+    from nuwa_server.emulator.summary import build_summary
+
+    tr = constant_rate_trace(12e6)
+    # 1.2 s of arrivals at 1.6× the rate: backlogged about 1.9 s, then idle
+    arrivals = [(t * 0.5, 1200) for t in range(2400)]
+    log, _ = simulate(tmp_path, tr, arrivals, QueueLimit(packets=3000), end_ms=3000)
+    s = build_summary(log, tr, RunStats(duration_s=3.0))
+    assert s["utilization"] == pytest.approx(s["delivered_bytes"] / s["capacity_bytes"])
+    assert s["utilization"] < 0.7  # about 1.9 s busy of 3 s
+    assert s["utilization_busy"] > 0.95
+    assert "utilization_all" not in s
+
+
 def test_independent_checker_accepts_the_log(tmp_path):
     tr = constant_rate_trace(6e6)
     rng = random.Random(5)

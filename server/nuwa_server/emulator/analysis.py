@@ -127,15 +127,17 @@ class LogMetrics:
     over packets departing in the window.
     ``capacity_bytes`` = 1504 × opportunities in the window (trace capacity);
     ``delivered_bytes`` = sizes of packets departing in the window;
-    ``utilization_all`` = delivered / capacity.
-    ``utilization`` = ``backlogged_served_bytes`` / ``backlogged_capacity_bytes``:
+    ``utilization`` = delivered / capacity: every opportunity counts, idle
+    ones too (DESIGN.md's utilization).
+    ``utilization_busy`` = ``backlogged_served_bytes`` / ``backlogged_capacity_bytes``:
     an opportunity is *backlogged* when, at its time T, at least one accepted
     packet that arrived before T (arrival t < T) still has bytes to send; the
     served bytes are the bytes those opportunities carried by mahimahi's rule
     (so carry-over is counted where the bytes moved, and the ratio is <= 1).
     Note it excludes idle opportunities entirely: a sender that keeps the
-    queue empty is not penalised for capacity it left unused
-    (use ``utilization_all`` over a bulk download's active period for that).
+    queue empty is not penalised for capacity it left unused, so it is never
+    called plain "utilization" (issue 13 item 4: a busy-only figure was once
+    reported as utilization; use ``utilization`` for that).
     Checks: ``replay_mismatches`` (logged departures whose time differs from
     the replay), ``delay_mismatches`` (logged delay ≠ FIFO delay by > 1 ms),
     ``schedule_mismatches`` (opportunity counts per ms vs the trace; None if
@@ -150,11 +152,11 @@ class LogMetrics:
     queuing_delay_ms: dict[str, float | None]
     capacity_bytes: int
     delivered_bytes: int
-    utilization_all: float | None
+    utilization: float | None
     backlogged_opportunities: int
     backlogged_capacity_bytes: int
     backlogged_served_bytes: int
-    utilization: float | None
+    utilization_busy: float | None
     opportunities: int
     replay_mismatches: int
     delay_mismatches: int
@@ -282,11 +284,11 @@ def analyze_log(
         },
         capacity_bytes=capacity,
         delivered_bytes=delivered,
-        utilization_all=delivered / capacity if capacity else None,
+        utilization=delivered / capacity if capacity else None,
         backlogged_opportunities=b_opp,
         backlogged_capacity_bytes=b_cap,
         backlogged_served_bytes=served,
-        utilization=served / b_cap if b_cap else None,
+        utilization_busy=served / b_cap if b_cap else None,
         opportunities=n_opp,
         replay_mismatches=replay_mismatches,
         delay_mismatches=delay_mismatches,

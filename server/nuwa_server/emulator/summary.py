@@ -19,9 +19,11 @@ def build_summary(log_path: str | Path, trace: Trace | None, stats: RunStats) ->
     consistency checks; ``invalid_reasons`` says why), ``lateness_ms``
     {p50, p99, max, mean, count} over opportunities that served packets,
     ``packets`` {arrived, departed, dropped}, ``loss_rate``,
-    ``queuing_delay_ms`` {mean, p50, p95, p99, max}, ``utilization`` (over
-    backlogged opportunities, see :class:`~.analysis.LogMetrics`),
-    ``utilization_all``, ``capacity_bytes``, ``delivered_bytes``,
+    ``queuing_delay_ms`` {mean, p50, p95, p99, max}, ``utilization``
+    (delivered ÷ capacity over the whole run, idle opportunities counted:
+    DESIGN.md's definition, though over the run rather than a download's
+    backlogged part), ``utilization_busy`` (over backlogged opportunities only,
+    see :class:`~.analysis.LogMetrics`), ``capacity_bytes``, ``delivered_bytes``,
     ``duration_s`` (wall), ``cpu_s`` (process CPU time), ``cpu_fraction``,
     ``warnings`` (e.g. host UDP receive-buffer drops during the run).
     """
@@ -54,7 +56,7 @@ def build_summary(log_path: str | Path, trace: Trace | None, stats: RunStats) ->
         "loss_rate": m.loss_rate,
         "queuing_delay_ms": m.queuing_delay_ms,
         "utilization": m.utilization,
-        "utilization_all": m.utilization_all,
+        "utilization_busy": m.utilization_busy,
         "capacity_bytes": m.capacity_bytes,
         "delivered_bytes": m.delivered_bytes,
         "backlogged_capacity_bytes": m.backlogged_capacity_bytes,
