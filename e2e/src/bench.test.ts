@@ -5,8 +5,8 @@ import { RL_CC } from "../../packages/player/src/dash/rl.js";
 import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
 import { REPO_ROOT } from "./procs.js";
 
-const rec = (scheme: string, p95: number, valid = true): RunRecord =>
-  ({ scheme, kind: "bulk", valid, invalid_reasons: valid ? [] : ["emulator lateness p99 3 ms > 2 ms"], metrics: { queuing_delay_ms: { p95 } } }) as unknown as RunRecord;
+const rec = (scheme: string, p95: number, valid = true, utilization = 0.95): RunRecord =>
+  ({ scheme, kind: "bulk", valid, invalid_reasons: valid ? [] : ["emulator lateness p99 3 ms > 2 ms"], metrics: { queuing_delay_ms: { p95 }, utilization } }) as unknown as RunRecord;
 
 describe("bench harness", () => {
   it("quick verdict: pass, fail, and no verdict on an invalid or missing run", () => {
@@ -17,6 +17,16 @@ describe("bench harness", () => {
     expect(inv.code).toBe(3);
     expect(inv.message).toMatch(/lateness/);
     expect(quickVerdict([rec("nuwa", 90)]).message).toMatch(/cubic missing/);
+  });
+
+  it("quick verdict: a lower p95 bought with an idle link fails (utilization < 0.9 × cubic's)", () => {
+    const low = quickVerdict([rec("nuwa", 90, true, 0.85), rec("cubic", 1100, true, 0.97)]);
+    expect(low.code).toBe(1);
+    expect(low.message).toMatch(/utilization 0\.850 < 0\.9 × cubic 0\.970/);
+    expect(quickVerdict([rec("nuwa", 90, true, 0.873), rec("cubic", 1100, true, 0.97)]).code).toBe(0); // exactly 0.9×
+    expect(quickVerdict([rec("nuwa", 1200, true, 0.97), rec("cubic", 1100, true, 0.97)]).code).toBe(1);
+    const none = quickVerdict([rec("nuwa", 90, true, Number.NaN), { ...rec("cubic", 1100), metrics: { queuing_delay_ms: { p95: 1100 } } } as RunRecord]);
+    expect(none.code).toBe(3);
   });
 
   it("families follow the trace names", () => {

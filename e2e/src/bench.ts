@@ -283,10 +283,15 @@ export function describeRecord(r: RunRecord): string {
   return `${base}${extra}${r.valid ? "" : ` INVALID (${r.invalid_reasons.join("; ")})`}`;
 }
 
+/** `--quick` passes only if nuwa's utilization is at least this fraction of cubic's in the same invocation (issue 13 item 4). */
+export const QUICK_MIN_UTILIZATION_RATIO = 0.9;
+
 /**
- * The CI check of `--quick` (issue 5): nuwa's p95 queuing delay below cubic's
- * in the same invocation. Returns exit code 0 (pass), 1 (fail) or 3 (a run is
- * missing, failed or invalid: no verdict) and a line saying why.
+ * The CI check of `--quick` (issue 5, issue 13 item 4): nuwa's p95 queuing delay
+ * below cubic's AND nuwa's utilization at least {@link QUICK_MIN_UTILIZATION_RATIO}
+ * × cubic's, both in the same invocation (a low delay bought by leaving the link
+ * idle does not pass). Returns exit code 0 (pass), 1 (fail) or 3 (a run is
+ * missing, failed, invalid or lacks a figure: no verdict) and a line saying why.
  */
 export function quickVerdict(recs: RunRecord[]): { code: 0 | 1 | 3; message: string } {
   const get = (s: string) => recs.find((r) => r.scheme === s && r.kind === "bulk");
@@ -296,9 +301,22 @@ export function quickVerdict(recs: RunRecord[]): { code: 0 | 1 | 3; message: str
     const why = [n, c].map((r, i) => (r ? `${r.scheme} ${r.valid ? "valid" : `invalid (${r.invalid_reasons.join("; ")})`}` : `${i ? "cubic" : "nuwa"} missing`));
     return { code: 3, message: `quick check not possible: ${why.join(", ")}` };
   }
-  const p95 = (r: RunRecord) => (r.metrics as { queuing_delay_ms: { p95: number } }).queuing_delay_ms.p95;
-  const ok = p95(n) < p95(c);
-  return { code: ok ? 0 : 1, message: `quick check: nuwa p95 ${p95(n).toFixed(1)} ms ${ok ? "<" : "≥"} cubic p95 ${p95(c).toFixed(1)} ms: ${ok ? "PASS" : "FAIL"}` };
+  const m = (r: RunRecord) => r.metrics as { queuing_delay_ms?: { p95?: number }; utilization?: number };
+  const p95 = (r: RunRecord) => m(r).queuing_delay_ms?.p95;
+  const util = (r: RunRecord) => m(r).utilization;
+  const [pn, pc, un, uc] = [p95(n), p95(c), util(n), util(c)];
+  if (typeof pn !== "number" || typeof pc !== "number" || typeof un !== "number" || typeof uc !== "number") {
+    return { code: 3, message: `quick check not possible: a run lacks p95 or utilization (nuwa ${pn}/${un}, cubic ${pc}/${uc})` };
+  }
+  const delay_ok = pn < pc;
+  const util_ok = un >= QUICK_MIN_UTILIZATION_RATIO * uc;
+  const ok = delay_ok && util_ok;
+  return {
+    code: ok ? 0 : 1,
+    message:
+      `quick check: nuwa p95 ${pn.toFixed(1)} ms ${delay_ok ? "<" : "≥"} cubic p95 ${pc.toFixed(1)} ms; ` +
+      `nuwa utilization ${un.toFixed(3)} ${util_ok ? "≥" : "<"} ${QUICK_MIN_UTILIZATION_RATIO} × cubic ${uc.toFixed(3)} = ${(QUICK_MIN_UTILIZATION_RATIO * uc).toFixed(3)}: ${ok ? "PASS" : "FAIL"}`,
+  };
 }
 
 // --------------------------------------------------------------------------- simulator

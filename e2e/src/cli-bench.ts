@@ -2,8 +2,9 @@
  * `./nuwa bench [--quick | --full | --sweep] [options]`: the benchmark matrix of issue 5.
  *
  *   --quick   one 4G trace (T-Mobile LTE short), nuwa and cubic, 30 s bulk, deep
- *             queue; exits 1 if nuwa's p95 queuing delay is not below cubic's in
- *             the same invocation, 3 if a run was invalid or failed.
+ *             queue; exits 1 unless nuwa's p95 queuing delay is below cubic's AND
+ *             nuwa's utilization is at least 0.9 × cubic's, both in the same
+ *             invocation; 3 if a run was invalid or failed.
  *   --full    every 3G/4G/low-band 5G trace in traces/ end to end: bulk (nuwa, cubic,
  *             reno, oracle) × deep/shallow queue, video (nuwa, dashjs,
  *             dashjs_nuwa_estimate, observe) on the deep queue, the 120 s
@@ -241,7 +242,7 @@ execFileSync(PYTHON, reportArgs, { cwd: REPO_ROOT, stdio: ["ignore", "inherit", 
 log(`report: ${out_dir}/report.md${values.full ? " and docs/BENCHMARKS.md" : ""}`);
 
 if (quick) {
-  // CI check (issue 5): nuwa's p95 queuing delay below cubic's, same invocation.
+  // CI check (issue 5, issue 13 item 4): nuwa's p95 below cubic's and utilization ≥ 0.9 × cubic's, same invocation.
   const idx = JSON.parse(readFileSync(`${out_dir}/bench-index.json`, "utf8")) as { runs: string[] };
   const recs = idx.runs.map((id) => JSON.parse(readFileSync(`${out_dir}/runs/${id}/bench.json`, "utf8")) as RunRecord);
   const v = quickVerdict(recs);
