@@ -31,6 +31,8 @@ export interface BulkOptions {
   warmup_s?: number;
   /** Scheme oracle: the emulator's capacity window, ms (default: base RTT). */
   oracle_window_ms?: number;
+  /** Scheme oracle: the standing queue the server's window keeps, ms (default: the server's). */
+  oracle_headroom_ms?: number;
   /** The page session's stall watchdog, ms (default: the player's, 4 s; an outage test needs more). */
   stall_timeout_ms?: number;
   /** "rl": the page runs the Nuwa-RL tuner (models/nuwa-rl.onnx, onnxruntime-web) on its controller; pass cc RL_CC. */
@@ -47,7 +49,11 @@ export interface BulkResult {
   qd_error_ms: { median: number | null; p95: number | null; frames: number; kalman: { median: number | null; p95: number | null } };
   grant_violations: number;
   emulator: { valid: boolean; lateness_ms: { p50: number; p99: number } };
-  page: { frames: number; bytes: number; grants: number; error: string | null; phase_changes: [number, string][] };
+  /** Sessions the page opened; reconnects after a lost session; time without frames between them, s (bulk_metrics.py). */
+  sessions: number;
+  reconnects: number;
+  disconnected_s: number;
+  page: { frames: number; bytes: number; grants: number; error: string | null; phase_changes: [number, string][]; sessions: number };
   [k: string]: unknown;
 }
 
@@ -69,7 +75,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
   let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
   const web = await serveStatic(`${REPO_ROOT}e2e/pages`, { "/models/": `${REPO_ROOT}models`, "/ort/": `${REPO_ROOT}packages/player/node_modules/onnxruntime-web/dist` });
   try {
-    link = await startLink({ cc: o.scheme, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms });
+    link = await startLink({ cc: o.scheme, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms, oracle_headroom_ms: o.oracle_headroom_ms });
     const server = link.server;
     const emu = link.emulator;
     browser = await launchChromium();
@@ -104,7 +110,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       trace: o.trace,
       duration_s: o.duration_s,
       ...metrics,
-      page: { frames: log.frames, bytes: log.bytes, grants: log.grants, error: log.error, phase_changes: log.phase_changes.slice(0, 50) },
+      page: { frames: log.frames, bytes: log.bytes, grants: log.grants, error: log.error, phase_changes: log.phase_changes.slice(0, 50), sessions: log.sessions },
     } as BulkResult;
     writeFileSync(`${out}/result.json`, JSON.stringify(result, null, 2));
     return result;
@@ -122,6 +128,7 @@ export function describeBulk(r: BulkResult): string {
   return (
     `${r.scheme.padEnd(5)} ${r.trace.split("/").pop()}: utilization ${f(r.utilization, 3)}, queuing delay mean/p50/p95 ${f(q.mean, 0)}/${f(q.p50, 0)}/${f(q.p95, 0)} ms, ` +
     `loss ${(100 * r.loss_rate).toFixed(2)}%, Qd error median/p95 ${f(r.qd_error_ms.median)}/${f(r.qd_error_ms.p95)} ms, grant violations ${r.grant_violations}, ` +
-    `emulator ${r.emulator.valid ? "valid" : "INVALID"} (lateness p50/p99 ${f(r.emulator.lateness_ms?.p50, 2)}/${f(r.emulator.lateness_ms?.p99, 2)} ms)`
+    `emulator ${r.emulator.valid ? "valid" : "INVALID"} (lateness p50/p99 ${f(r.emulator.lateness_ms?.p50, 2)}/${f(r.emulator.lateness_ms?.p99, 2)} ms)` +
+    (r.reconnects || r.disconnected_s ? `, reconnects ${r.reconnects} (${f(r.disconnected_s)} s without a session)` : "")
   );
 }
