@@ -76,6 +76,8 @@ export interface LinkSetup {
   out: string;
   /** cc oracle: the emulator's measurement window, ms (default: the base RTT, 2 × delay_ms). */
   oracle_window_ms?: number;
+  /** cc oracle: the standing queue the server's window keeps, ms (default: the server's, 20). */
+  oracle_headroom_ms?: number;
 }
 
 export interface Link {
@@ -89,7 +91,7 @@ export interface Link {
 export async function startLink(l: LinkSetup): Promise<Link> {
   const server = await startWithReady(
     PYTHON,
-    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`],
+    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`, ...(l.oracle_headroom_ms === undefined ? [] : ["--oracle-headroom-ms", String(l.oracle_headroom_ms)])],
     `${l.out}/server.stderr`,
   );
   let emulator: Started;

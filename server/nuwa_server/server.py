@@ -43,7 +43,7 @@ from aioquic.quic.logger import QuicFileLogger
 
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
 from .emulator.oracle import OracleMessageError, decode_report
-from .oracle_sender import SentBytesTransport
+from .oracle_sender import ORACLE_HEADROOM_MS, SentBytesTransport
 from .session import CC_MODES, NuwaProtocol, ServerContext, SessionConfig
 from .websocket import start_ws_server
 
@@ -205,6 +205,7 @@ async def start_server(
     oracle_host: str = "127.0.0.1",
     oracle_port: int = 0,
     ws_port: int | None = None,
+    oracle_headroom_ms: float = ORACLE_HEADROOM_MS,
 ) -> RunningServer:
     """Start listening; returns once the socket is bound (port 0: any free port).
 
@@ -213,7 +214,8 @@ async def start_server(
 
     With ``config.cc == "oracle"`` it also binds a UDP socket on
     ``oracle_host:oracle_port`` (0: any free port) for the emulator's capacity
-    reports; its port is ``RunningServer.oracle_port``.
+    reports; its port is ``RunningServer.oracle_port``, and its window
+    keeps ``oracle_headroom_ms`` of queue (:mod:`.oracle_sender`).
 
     With ``ws_port`` (0: any free port) it also serves the WebSocket
     fallback (:mod:`.websocket`) on TCP ``host:ws_port``, in the same
@@ -224,6 +226,7 @@ async def start_server(
         ValueError: bad config or certificate arguments. OSError: bind failed.
     """
     context = ServerContext.create(config)
+    context.oracle_headroom_ms = oracle_headroom_ms
     if cert_path and key_path:
         cert = load_cert_info(cert_path, key_path)
     elif state_dir:
@@ -276,6 +279,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    "oracle: window from the emulator's capacity reports (--oracle-port)")
     p.add_argument("--oracle-port", type=int, default=0,
                    help="oracle mode: UDP port on 127.0.0.1 for capacity reports (0: any)")
+    p.add_argument("--oracle-headroom-ms", type=float, default=ORACLE_HEADROOM_MS,
+                   help="oracle mode: standing queue the window keeps, ms at the last base "
+                   f"RTT's rate (default {ORACLE_HEADROOM_MS:g})")
     p.add_argument("--content-root", help="directory served by get requests")
     p.add_argument("--state-dir", help="where the dev certificate lives")
     p.add_argument("--cert", help="PEM certificate (production; no hash printed)")
@@ -336,6 +342,7 @@ async def _run(args: argparse.Namespace) -> int:
         qlog_dir=args.qlog_dir,
         oracle_port=args.oracle_port,
         ws_port=args.ws_port,
+        oracle_headroom_ms=args.oracle_headroom_ms,
     )
     effective = {"event": "config", **asdict(config), "host": args.host, "port": server.port,
                  "quic_congestion_control": config.quic_congestion_control,

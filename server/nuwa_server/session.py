@@ -64,6 +64,7 @@ from .content import ContentError, ContentRoot, satisfiable_range
 from .grants import FloodGuard, GrantConfig, GrantDecision, GrantState, WriteBudget
 from .oracle_sender import (
     ORACLE_CC_NAME,
+    ORACLE_HEADROOM_MS,
     oracle_outstanding_wire_bytes,
     oracle_window_wire_bytes,
     wire_to_frame_bytes,
@@ -727,6 +728,8 @@ class ServerContext:
     protocols: list[NuwaProtocol] = field(default_factory=list)
     oracle_window_bytes: int | None = None
     oracle_reports: int = 0
+    oracle_headroom_ms: float = ORACLE_HEADROOM_MS
+    """Oracle mode: standing queue the window keeps, ms (:mod:`.oracle_sender`)."""
     oracle_sent_wire_bytes: dict[int, int] = field(default_factory=dict)
     """Oracle mode: UDP payload bytes sent to each peer port (server.py counts them)."""
     _oracle_log: IO[str] | None = None
@@ -742,7 +745,8 @@ class ServerContext:
         """Apply one oracle report (``--cc oracle``, :mod:`.oracle_sender`).
 
         Window = the capacity offered over the last base RTT, scaled to the
-        base RTT + the report interval (:func:`.oracle_sender.oracle_window_wire_bytes`);
+        base RTT + the report interval + ``oracle_headroom_ms``
+        (:func:`.oracle_sender.oracle_window_wire_bytes`);
         outstanding bytes of each session = bytes the server sent to its flow
         − the flow's delivered and dropped bytes in the report
         (:func:`.oracle_sender.oracle_outstanding_wire_bytes`; flows matched
@@ -757,7 +761,8 @@ class ServerContext:
             raise ValueError(f"oracle report in cc={self.config.cc} mode")
         frame = FRAME_HEADER_BYTES + self.config.frame_payload_bytes
         window = wire_to_frame_bytes(
-            oracle_window_wire_bytes(report.capacity_bytes, report.window_ms, report.interval_ms),
+            oracle_window_wire_bytes(report.capacity_bytes, report.window_ms, report.interval_ms,
+                                     self.oracle_headroom_ms),
             frame, PACKET_OVERHEAD_BYTES)
         self.oracle_window_bytes = window
         self.oracle_reports += 1

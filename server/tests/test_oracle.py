@@ -30,6 +30,7 @@ from nuwa_server.emulator.trace import PACKET_SIZE_BYTES, parse_trace
 from nuwa_server.grants import GrantConfig, GrantState
 from nuwa_server.oracle_sender import (
     ORACLE_CC_NAME,
+    ORACLE_HEADROOM_MS,
     UNCAPPED_WINDOW_BYTES,
     UncappedCongestionControl,
     oracle_outstanding_wire_bytes,
@@ -108,6 +109,9 @@ def test_window_covers_base_rtt_plus_the_report_interval():
     assert oracle_window_wire_bytes(120_000, 50, 0) == 120_000
     assert oracle_window_wire_bytes(1, 50, 10) == 2  # rounded up
     assert oracle_window_wire_bytes(0, 50, 10) == 0
+    assert oracle_window_wire_bytes(120_000, 50, 10, 20) == 192_000  # + 20 ms of queue
+    with pytest.raises(ValueError, match="headroom"):
+        oracle_window_wire_bytes(1, 50, 10, -1)
     with pytest.raises(ValueError, match="window_ms"):
         oracle_window_wire_bytes(1, 0, 10)
 
@@ -155,7 +159,8 @@ def test_server_context_scales_capacity_to_frame_bytes(tmp_path):
     ctx = ServerContext.create(SessionConfig(cc="oracle", log_dir=str(tmp_path)))
     frame = FRAME_HEADER_BYTES + 1200
     w = ctx.on_oracle_report(OracleReport(1000.0, 50, 127_000, 0, 10.0))
-    assert w == int(127_000 * 60 / 50 * frame / (frame + PACKET_OVERHEAD_BYTES))
+    span_ms = 50 + 10 + ORACLE_HEADROOM_MS
+    assert w == int(127_000 * span_ms / 50) * frame // (frame + PACKET_OVERHEAD_BYTES)
     ctx.close_oracle_log()
     row = read_jsonl(tmp_path / "oracle.jsonl")[0]
     assert row["capacity_bytes"] == 127_000 and row["window_bytes"] == w
@@ -300,7 +305,8 @@ def test_oracle_server_window_comes_from_reports_not_grants(tmp_path):
             tx.sendto(b"junk", ("127.0.0.1", server.oracle_port))
             await asyncio.sleep(0.05)
             window = ctx.oracle_window_bytes
-            assert window == (cap * 60 // 50) * frame // (frame + PACKET_OVERHEAD_BYTES)
+            span_ms = 50 + 10 + ORACLE_HEADROOM_MS
+            assert window == int(cap * span_ms / 50) * frame // (frame + PACKET_OVERHEAD_BYTES)
             got2 = await _wait_stall(client)
             assert got + window - frame < got2 <= got + window, (got, got2, window)
             # a grant for a much larger window, all received: changes nothing
