@@ -46,6 +46,12 @@ simulation of this sender over the repository's 3G bus trace, utilization is
 against Cubic's 0.98 (issue 13 asks for at least Cubic's); H = 20 ms closes that
 at about 20 ms of queue, still two orders of magnitude below Cubic's p95.
 
+Late reads: the report is due at the server at t + U (its due time travels
+with it, on the host's CLOCK_MONOTONIC); a server whose event loop is busy
+(at 40–60 Mbit/s on this 2-core host it read reports 40–185 ms late) holds a
+clock older than U by that lateness L, so the window adds L at the last RTT's
+rate too: ``C_rtt × (R + I + H + L) / R`` (:func:`report_late_ms`).
+
 Frame bytes are wire bytes × frame / (frame + QUIC packet overhead), applied
 to the window and to the (bounded) outstanding count, never to a cumulative
 counter, so the conversion cannot drift.
@@ -141,6 +147,18 @@ def oracle_window_wire_bytes(capacity_bytes: int, window_ms: float, interval_ms:
                          f"{capacity_bytes}, {interval_ms}, {headroom_ms}")
     span_us = round((window_ms + interval_ms + headroom_ms) * 1000)
     return -(-capacity_bytes * span_us // round(window_ms * 1000))
+
+
+def report_late_ms(due_monotonic_ms: float, now_monotonic_ms: float) -> float:
+    """How long after its due time the server reads a report, ms (0 if unknown or early).
+
+    The delivered-bytes clock is then ``uplink delay + this`` old, so the
+    window must cover this much more at the last RTT's rate (module doc,
+    "Late reads"). ``due_monotonic_ms`` 0 means the emulator did not say.
+    """
+    if due_monotonic_ms <= 0:
+        return 0.0
+    return max(0.0, now_monotonic_ms - due_monotonic_ms)
 
 
 def oracle_outstanding_wire_bytes(sent_bytes: int, delivered_bytes: int,

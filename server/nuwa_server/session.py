@@ -67,6 +67,7 @@ from .oracle_sender import (
     ORACLE_HEADROOM_MS,
     oracle_outstanding_wire_bytes,
     oracle_window_wire_bytes,
+    report_late_ms,
     wire_to_frame_bytes,
 )
 from .protocol import (
@@ -745,8 +746,9 @@ class ServerContext:
         """Apply one oracle report (``--cc oracle``, :mod:`.oracle_sender`).
 
         Window = the capacity offered over the last base RTT, scaled to the
-        base RTT + the report interval + ``oracle_headroom_ms``
-        (:func:`.oracle_sender.oracle_window_wire_bytes`);
+        base RTT + the report interval + ``oracle_headroom_ms`` + how late this
+        server reads the report (:func:`.oracle_sender.oracle_window_wire_bytes`,
+        :func:`.oracle_sender.report_late_ms`);
         outstanding bytes of each session = bytes the server sent to its flow
         − the flow's delivered and dropped bytes in the report
         (:func:`.oracle_sender.oracle_outstanding_wire_bytes`; flows matched
@@ -760,9 +762,10 @@ class ServerContext:
         if self.config.cc != "oracle":
             raise ValueError(f"oracle report in cc={self.config.cc} mode")
         frame = FRAME_HEADER_BYTES + self.config.frame_payload_bytes
+        late_ms = report_late_ms(report.due_monotonic_ms, now_us() / 1000.0)
         window = wire_to_frame_bytes(
             oracle_window_wire_bytes(report.capacity_bytes, report.window_ms, report.interval_ms,
-                                     self.oracle_headroom_ms),
+                                     self.oracle_headroom_ms + late_ms),
             frame, PACKET_OVERHEAD_BYTES)
         self.oracle_window_bytes = window
         self.oracle_reports += 1
@@ -787,6 +790,7 @@ class ServerContext:
             self._oracle_log.write(
                 f'{{"recv_time_us":{now_us()},"t_ms":{report.t_ms:.3f},'
                 f'"window_ms":{report.window_ms},"interval_ms":{report.interval_ms:g},'
+                f'"late_ms":{late_ms:.3f},'
                 f'"capacity_bytes":{report.capacity_bytes},"window_bytes":{window},'
                 f'"outstanding_bytes":{json.dumps(outstanding_log)}}}\n'
             )

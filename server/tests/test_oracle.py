@@ -35,6 +35,7 @@ from nuwa_server.oracle_sender import (
     UncappedCongestionControl,
     oracle_outstanding_wire_bytes,
     oracle_window_wire_bytes,
+    report_late_ms,
     wire_to_frame_bytes,
 )
 from nuwa_server.protocol import FRAME_HEADER_BYTES, Grant
@@ -93,7 +94,7 @@ def test_codec_round_trip_and_errors():
 
 def test_codec_carries_each_flows_delivered_bytes_clock():
     flows = (FlowBytes(40_001, 123_456_789, 3000), FlowBytes(65_535, 0, 0))
-    r = OracleReport(10.0, 50, 1504, 1, 10.0, flows)
+    r = OracleReport(10.0, 50, 1504, 1, 10.0, flows, due_monotonic_ms=123_456.789)
     data = encode_report(r)
     assert len(data) == ORACLE_MESSAGE_BYTES + 2 * ORACLE_FLOW_BYTES
     assert decode_report(data) == r
@@ -114,6 +115,15 @@ def test_window_covers_base_rtt_plus_the_report_interval():
         oracle_window_wire_bytes(1, 50, 10, -1)
     with pytest.raises(ValueError, match="window_ms"):
         oracle_window_wire_bytes(1, 0, 10)
+
+
+def test_a_late_read_widens_the_window_by_its_lateness():
+    """The delivered clock is U + L old when the server reads a report L ms late."""
+    assert report_late_ms(1000.0, 1030.5) == 30.5
+    assert report_late_ms(1000.0, 990.0) == 0.0  # early (clock granularity): nothing
+    assert report_late_ms(0.0, 5000.0) == 0.0  # due time unknown
+    # 120 000 B over 50 ms, I = 10, H = 20, read 30 ms late: × (50+10+20+30)/50
+    assert oracle_window_wire_bytes(120_000, 50, 10, 20 + report_late_ms(1000, 1030)) == 264_000
 
 
 def test_outstanding_is_sent_minus_delivered_minus_dropped():
@@ -161,9 +171,15 @@ def test_server_context_scales_capacity_to_frame_bytes(tmp_path):
     w = ctx.on_oracle_report(OracleReport(1000.0, 50, 127_000, 0, 10.0))
     span_ms = 50 + 10 + ORACLE_HEADROOM_MS
     assert w == int(127_000 * span_ms / 50) * frame // (frame + PACKET_OVERHEAD_BYTES)
+    # read 30 ms after its due time: the window covers those 30 ms too
+    due_ms = time.monotonic() * 1000.0 - 30.0
+    w_late = ctx.on_oracle_report(OracleReport(1010.0, 50, 127_000, 1, 10.0, (), due_ms))
+    late = int(127_000 * (span_ms + 30) / 50) * frame // (frame + PACKET_OVERHEAD_BYTES)
+    assert late <= w_late < late * 1.1
     ctx.close_oracle_log()
     row = read_jsonl(tmp_path / "oracle.jsonl")[0]
     assert row["capacity_bytes"] == 127_000 and row["window_bytes"] == w
+    assert row["late_ms"] == 0.0 and read_jsonl(tmp_path / "oracle.jsonl")[1]["late_ms"] >= 30
     with pytest.raises(ValueError, match="oracle report"):
         ServerContext.create(SessionConfig(cc="nuwa")).on_oracle_report(
             OracleReport(0.0, 50, 1, 0))
@@ -260,6 +276,9 @@ def test_emulator_reports_each_flows_delivered_bytes(tmp_path):
     assert delivered[0] < 3000 and delivered[-1] == 3000, delivered
     assert all(r.flows[0].dropped_bytes == 0 for r in with_flow)
     assert all(r.interval_ms == 10.0 for r in reports)
+    # due at t + 25 ms on the host's CLOCK_MONOTONIC
+    t0 = ready["base_timestamp_ms"]
+    assert all(r.due_monotonic_ms == pytest.approx(t0 + r.t_ms + 25.0) for r in reports)
 
 
 def test_emulator_rejects_bad_oracle_target(tmp_path, capsys):

@@ -23,10 +23,12 @@ sent to that flow to know what is still in the network, one uplink delay late
 UDP port of the emulator's socket toward the server (the peer port the
 server sees for that client).
 
-Message (UDP payload, big-endian): a 35-byte header, magic ``b"NWOR"`` (4),
+Message (UDP payload, big-endian): a 43-byte header, magic ``b"NWOR"`` (4),
 version 2 (u8), link time t of the measurement (f64 ms), window_ms (u32),
 report interval (u32 µs), capacity_bytes offered in (t − window_ms, t]
-(u64), sequence (u32), flow count n (u16); then n flow entries of 18 bytes:
+(u64), sequence (u32), due time (f64 ms, CLOCK_MONOTONIC: when the emulator
+sends it, t + uplink delay; 0 if unknown), flow count n (u16); then n flow
+entries of 18 bytes:
 port (u16), delivered_bytes (u64), dropped_bytes (u64), cumulative since the
 emulator started.
 """
@@ -41,14 +43,14 @@ from .trace import PACKET_SIZE_BYTES, Trace
 
 ORACLE_MAGIC = b"NWOR"
 ORACLE_VERSION = 2
-_FMT = struct.Struct("!4sBdIIQIH")
+_FMT = struct.Struct("!4sBdIIQIdH")
 _FLOW = struct.Struct("!HQQ")
 ORACLE_MESSAGE_BYTES = _FMT.size
-"""Size of an oracle message without flow entries (the header), bytes (35)."""
+"""Size of an oracle message without flow entries (the header), bytes (43)."""
 ORACLE_FLOW_BYTES = _FLOW.size
 """Size of one flow entry, bytes (18)."""
 ORACLE_MAX_FLOWS = 64
-"""Most flow entries in one message (35 + 64 × 18 = 1187 bytes, one datagram)."""
+"""Most flow entries in one message (43 + 64 × 18 = 1195 bytes, one datagram)."""
 
 
 class OracleMessageError(ValueError):
@@ -81,7 +83,9 @@ class OracleReport:
     t_ms]``; ``seq``: report number, from 0; ``interval_ms``: time between
     reports, ms (µs resolution on the wire); ``flows``: the delivered-bytes
     clock of each client flow (:class:`FlowBytes`), at most
-    :data:`ORACLE_MAX_FLOWS`.
+    :data:`ORACLE_MAX_FLOWS`; ``due_monotonic_ms``: CLOCK_MONOTONIC ms at which
+    the emulator sends the report (t + uplink delay on the host's clock, which
+    the server shares: how late the server reads it), 0 if unknown.
     """
 
     t_ms: float
@@ -90,6 +94,7 @@ class OracleReport:
     seq: int
     interval_ms: float = 0.0
     flows: tuple[FlowBytes, ...] = ()
+    due_monotonic_ms: float = 0.0
 
     @property
     def capacity_bps(self) -> float:
@@ -109,7 +114,7 @@ def encode_report(r: OracleReport) -> bytes:
     if len(r.flows) > ORACLE_MAX_FLOWS:
         raise ValueError(f"at most {ORACLE_MAX_FLOWS} flows per report, got {len(r.flows)}")
     out = [_FMT.pack(ORACLE_MAGIC, ORACLE_VERSION, r.t_ms, r.window_ms, interval_us,
-                     r.capacity_bytes, r.seq % 2**32, len(r.flows))]
+                     r.capacity_bytes, r.seq % 2**32, r.due_monotonic_ms, len(r.flows))]
     for f in r.flows:
         if not 0 <= f.port < 2**16:
             raise ValueError(f"flow port must be in 0..65535, got {f.port}")
@@ -123,7 +128,7 @@ def decode_report(data: bytes) -> OracleReport:
         raise OracleMessageError(
             f"oracle message must be at least {ORACLE_MESSAGE_BYTES} bytes, got {len(data)}"
         )
-    magic, version, t_ms, window_ms, interval_us, cap, seq, n = _FMT.unpack_from(data)
+    magic, version, t_ms, window_ms, interval_us, cap, seq, due_ms, n = _FMT.unpack_from(data)
     if magic != ORACLE_MAGIC:
         raise OracleMessageError(f"bad oracle magic {magic!r}")
     if version != ORACLE_VERSION:
@@ -137,7 +142,7 @@ def decode_report(data: bytes) -> OracleReport:
         )
     flows = tuple(FlowBytes(*_FLOW.unpack_from(data, ORACLE_MESSAGE_BYTES + i * ORACLE_FLOW_BYTES))
                   for i in range(n))
-    return OracleReport(t_ms, window_ms, cap, seq, interval_us / 1000.0, flows)
+    return OracleReport(t_ms, window_ms, cap, seq, interval_us / 1000.0, flows, due_ms)
 
 
 class CapacityCounter:

@@ -322,7 +322,9 @@ class Relay:
                         msg = encode_report(OracleReport(oracle_next_ms, oracle_window_ms, cap,
                                                          st.oracle_reports,
                                                          cfg.oracle_interval_ms,
-                                                         self._flow_clocks()))
+                                                         self._flow_clocks(),
+                                                         t0 + oracle_next_ms
+                                                         + cfg.uplink_delay_ms))
                         st.oracle_reports += 1
                         oracle_delay.push(oracle_next_ms, msg)
                         oracle_next_ms += cfg.oracle_interval_ms
