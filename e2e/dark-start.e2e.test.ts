@@ -13,7 +13,7 @@
  * The page's stall watchdog is set to the player's 4 s (DEFAULT_STALL_TIMEOUT_MS):
  * a page that cannot reconnect loses its session there.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type BulkResult, describeBulk, runBulk } from "./src/bulk.js";
 import { REPO_ROOT } from "./src/procs.js";
@@ -26,7 +26,7 @@ const DARK_TO_MS = 16_500;
 const PERIOD_MS = 40_000;
 
 /** The dark-start variant of SOURCE (see the file comment); returns its path. */
-export function darkTrace(path: string): string {
+function darkTrace(path: string): string {
   const t = readFileSync(SOURCE, "utf8")
     .split("\n")
     .filter((l) => l.trim() !== "")
@@ -43,6 +43,7 @@ describe("bulk download on a trace that starts dark and goes dark for 10 s", () 
   let t0_ms: number;
 
   beforeAll(async () => {
+    mkdirSync(`${REPO_ROOT}out/e2e`, { recursive: true });
     const trace = darkTrace(`${OUT}-trace.mahi`);
     r = await runBulk({ trace, scheme: "nuwa", duration_s: 25, out_dir: `${OUT}/run`, stall_timeout_ms: 4000 });
     console.log(describeBulk(r));

@@ -42,9 +42,11 @@ at the last RTT's rate, ``C_rtt × (R + I + H) / R``. H = 20 ms
 (:data:`ORACLE_HEADROOM_MS`, server ``--oracle-headroom-ms``): in a fluid
 simulation of this sender over the repository's 3G bus trace, utilization is
 0.94 / 0.98 / 0.998 / 1.000 at H = 0 / 5 / 10 / 20 ms (p95 queuing 15 / 18 /
-21 / 31 ms); end to end H = 0 gave 0.92 (3G bus) and 0.90 (5G low band)
-against Cubic's 0.98 (issue 13 asks for at least Cubic's); H = 20 ms closes that
-at about 20 ms of queue, still two orders of magnitude below Cubic's p95.
+21 / 31 ms). End to end (40 s, 25 ms each way, 1000-packet queue, 2026-11-25):
+H = 0 gave 0.921 on the 3G bus trace and 0.904 on the 5G low-band one against
+Cubic's 0.978 and 1.000 (issue 13 asks for at least Cubic's); H = 20 ms gave
+0.999 (p95 31 ms; Cubic's p95 2310 ms) and, with late reads covered (below),
+1.000 (p95 28 ms; Cubic's 261 ms).
 
 Late reads: the report is due at the server at t + U (its due time travels
 with it, on the host's CLOCK_MONOTONIC); a server whose event loop is busy
