@@ -75,7 +75,7 @@ describe("bench harness", () => {
     expect(Object.keys(trained).filter((k) => k !== "note").sort()).toEqual(Object.keys(RL_CC).sort());
   });
 
-  it("simulated run of a real trace reports DESIGN.md's metrics", () => {
+  it("simulated run of a real trace reports docs/DESIGN.md's metrics", () => {
     const t = listTraces().e2e.find((x) => x.name === "norway-hsdpa-bus-1")!;
     const r = simRun(t, "nuwa", 1000, 10, {});
     expect(r.utilization).toBeGreaterThan(0.5);

@@ -7,7 +7,7 @@
  * own directory under `<out>/runs/`; the report (Markdown + PNG) is made by
  * `server/nuwa_server/bench_report.py` from those files and the run logs.
  *
- * Metrics are DESIGN.md's, computed by bulk_metrics.py / play_metrics.py from
+ * Metrics are docs/DESIGN.md's, computed by bulk_metrics.py / play_metrics.py from
  * the emulator's log (truth) and the page's log. A run whose emulator timing
  * self-check failed (p99 lateness > 2 ms) is kept and marked invalid; the
  * report lists it and leaves it out of every aggregate and target.
@@ -25,7 +25,7 @@ import { REPO_ROOT } from "./procs.js";
 
 export const BULK_SCHEMES: readonly BulkScheme[] = ["nuwa", "cubic", "reno", "oracle"];
 export const VIDEO_SCHEMES: readonly PlayScheme[] = ["nuwa", "dashjs", "dashjs_nuwa_estimate", "observe"];
-/** Highest mean trace rate run end to end; above it the Python sender and the 2 cores are the bottleneck (NOTES.md "aioquic"), Mbit/s. */
+/** Highest mean trace rate run end to end; above it the Python sender and the 2 cores are the bottleneck (docs/DESIGN.md §8 "aioquic"), Mbit/s. */
 export const E2E_MAX_MEAN_MBPS = 60;
 
 export interface TraceInfo {
@@ -54,12 +54,12 @@ export function traceFamily(path: string): string {
 /**
  * The traces listed in traces/index.json, found in `traces/` or (for the big
  * mmWave files kept outside the repo) in the directories of NUWA_TRACE_DIRS
- * (colon-separated; default `../shared/traces`). Broadband traces are left out
+ * (colon-separated; none when unset: docs/DESIGN.md §7). Broadband traces are left out
  * (the issue asks for 3G, 4G and 5G). Missing files are returned in `missing`.
  */
 export function listTraces(): { e2e: TraceInfo[]; sim_only: TraceInfo[]; missing: string[] } {
   const index = JSON.parse(readFileSync(`${REPO_ROOT}traces/index.json`, "utf8")) as { traces: { file: string; family: string; mean_mbps: number }[] };
-  const extra = (process.env.NUWA_TRACE_DIRS ?? resolve(REPO_ROOT, "../shared/traces")).split(":").filter(Boolean);
+  const extra = (process.env.NUWA_TRACE_DIRS ?? "").split(":").filter(Boolean);
   const e2e: TraceInfo[] = [];
   const sim_only: TraceInfo[] = [];
   const missing: string[] = [];

@@ -6,7 +6,7 @@ config, simulator results and sweeps) and ``runs/<id>/bench.json`` (one end-to-e
 run: its spec and the metrics of ``bulk_metrics.py`` / ``play_metrics.py``),
 plus each run's emulator log and server logs for the time series and CDFs.
 
-Metrics are DESIGN.md's ("How it is measured"); nothing is recomputed here
+Metrics are docs/DESIGN.md §6's; nothing is recomputed here
 except what the plots need (per-packet queuing delay from the emulator log,
 capacity and delivery per 100 ms, the window in force from the server's
 ``frames.jsonl``). Runs whose emulator failed its timing self-check, or that
@@ -47,7 +47,7 @@ SIM_TRACES_FIVE = (
     "mnwild-tmobile-5g-sa-lowband-walking-r20061",
     "lumos-vzw-lte-driving-50087",
 )
-"""The five traces of SIMULATION.md (the shallow-queue target counts 3 of these 5)."""
+"""The five traces of docs/DESIGN.md §3 (the shallow-queue target counts 3 of these 5)."""
 DEEP_MIN_PACKETS = 500
 """A queue of at least this many packets counts as deep; below, shallow."""
 
@@ -362,7 +362,7 @@ def compute_targets(cells: Cells, index: dict[str, Any], ratchet: list[Run]) -> 
                 continue
             wins += a >= b
             parts.append(f"{t} {a:.2f} vs {b:.2f} Mbit/s")
-        out.append(Target("Shallow queue: throughput ≥ cubic's on ≥ 3 of the 5 SIMULATION.md "
+        out.append(Target("Shallow queue: throughput ≥ cubic's on ≥ 3 of the 5 docs/DESIGN.md §3 "
                           "traces",
                           f"{wins}/{len(parts)}: " + "; ".join(parts)
                           + (f" ({5 - len(parts)} not measured)" if len(parts) < 5 else ""),
@@ -630,8 +630,8 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
         "",
         "End-to-end runs: aioquic server → trace-driven emulator (25 ms one-way each way, "
         "drop-tail queue) → headless Chromium; metrics from the emulator's log (truth) as "
-        "DESIGN.md defines them. Simulated results (in-process `@nuwa/cc` simulator, simulated "
-        "clock) are in their own sections and labelled SIMULATED.",
+        "docs/DESIGN.md defines them. Simulated results (in-process `@nuwa/cc` simulator, "
+        "simulated clock) are in their own sections and labelled SIMULATED.",
         "",
         "Controller settings of this run (`NuwaConfig`): "
         + ", ".join(f"{k}={v}" for k, v in cfg.items()
@@ -762,7 +762,7 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
                "with Cubic's β = 0.7). `aimd` is that ceiling alone: a simulated loss-based "
                "sender standing in for cubic, not Cubic's curve. mmWave/NSA traces are here "
                "only: above ~60 Mbit/s the end-to-end path measures this machine's CPU "
-               "(NOTES.md).", ""]
+               "(docs/DESIGN.md §8).", ""]
         by_q: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for s in sim:
             by_q[int(s["queue_packets"])].append(s)

@@ -1,6 +1,6 @@
 """Metrics and report of one playback run (issue 4), from the emulator's log
 (truth: capacity and queuing delay) and the page's log (dash.js events, Nuwa's
-and dash.js's estimates). DESIGN.md "How it is measured":
+and dash.js's estimates). docs/DESIGN.md §6 "How it is measured":
 
 - estimate error: |estimate − capacity| ÷ capacity in 1 s bins while
   downloading (a bin counts when the player had a request in flight for at

@@ -1,7 +1,7 @@
 /**
  * Nuwa's estimate inside dash.js, two ways (issue 4):
  * 1. an override of dash.js's ThroughputController so its built-in rules
- *    (Throughput, BOLA, DYNAMIC) see Nuwa's figure (NOTES.md: override
+ *    (Throughput, BOLA, DYNAMIC) see Nuwa's figure (docs/DESIGN.md §8: override
  *    getAverageThroughput, getSafeAverageThroughput and getAverageLatency together);
  * 2. a Nuwa ABR rule (dash.js FactoryMaker class, as dash.js's own
  *    rules/abr/ThroughputRule.js) that picks the highest representation whose

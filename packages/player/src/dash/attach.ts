@@ -5,7 +5,7 @@
  * rule), and reports typed telemetry. Call it after
  * `dashjs.MediaPlayer().create()` and before `player.initialize(...)`.
  */
-import type { NuwaConfig } from "@nuwa/cc";
+import { type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
@@ -13,7 +13,7 @@ import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputO
 import { makeNuwaLoader } from "./loader.js";
 import { attachRlTuner } from "./rl.js";
 
-/** Target-delay presets per application, ms (DESIGN.md: Td per application). */
+/** Target-delay presets per application, ms (docs/DESIGN.md §2: Td per application). */
 export const TD_PRESETS_MS = { vod: 25, live_low_latency: 10 } as const; // vod = DEFAULT_CONFIG.target_delay_ms (sweep in config.ts)
 export type Preset = keyof typeof TD_PRESETS_MS;
 
@@ -131,7 +131,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       streaming: {
         abr: { rules: { throughputRule: off, bolaRule: off, insufficientBufferRule: off, switchHistoryRule: off, droppedFramesRule: off, abandonRequestsRule: off, l2ARule: off, loLPRule: off } },
         // Fast switching replaces buffered segments after an up-switch: it re-downloaded up to
-        // half of the bytes in our runs (NOTES.md) and keeps the buffer near empty.
+        // half of the bytes in our runs (docs/DESIGN.md §8) and keeps the buffer near empty.
         buffer: { fastSwitchEnabled: false },
       },
     });
@@ -147,7 +147,9 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       manager.current?.controller.setParams({ target_delay_ms: TD_PRESETS_MS[p] });
     },
     setParams: (p) => {
-      manager.current?.controller.setParams(p);
+      // Validated even between sessions (a throwaway controller on the config the next one gets),
+      // so a refused value (out of range, or k under the multiplicative step) throws here, always.
+      (manager.current?.controller ?? new NuwaController(cc)).setParams(p);
       Object.assign(cc, p);
     },
     estimateBps: () => {

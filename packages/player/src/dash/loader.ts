@@ -1,7 +1,7 @@
 /**
  * A dash.js loader that serves every request (MPD, init, media) over the Nuwa
  * session: one bidirectional stream per request, byte ranges, aborts, and the
- * progress events dash.js's own accounting expects (NOTES.md "dash.js 5.2.1":
+ * progress events dash.js's own accounting expects (docs/DESIGN.md §8 "dash.js 5.2.1":
  * a first event with loaded < total at first byte, then the end, then
  * onloadend). Registered with `player.extend("XHRLoader", factory, false)`.
  *
