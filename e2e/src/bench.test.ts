@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
-import { type BenchOptions, bestFixedK, VIDEO_SCHEMES, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
+import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily, VIDEO_SCHEMES } from "./bench.js";
 import { REPO_ROOT } from "./procs.js";
 
 const rec = (scheme: string, p95: number, valid = true): RunRecord =>

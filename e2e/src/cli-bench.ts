@@ -59,8 +59,8 @@ import {
   type TraceInfo,
   VIDEO_SCHEMES,
 } from "./bench.js";
-import { PLAY_SCHEMES } from "./play.js";
 import { parseCli, usageError } from "./cli-args.js";
+import { PLAY_SCHEMES } from "./play.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
 const USAGE = `./nuwa bench [--quick | --full | --sweep | --rl] [--traces a,b] [--schemes nuwa,cubic,reno,oracle]
