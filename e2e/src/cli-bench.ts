@@ -24,7 +24,8 @@
  *   --video-schemes dashjs,dashjs_grants,dashjs_nuwa_estimate,nuwa,nuwa_cubic|none (default:
  *   that ladder; cubic and observe are the old names of dashjs and nuwa_cubic)
  *   --video-runs N (runs of each headline video cell, nuwa and dashjs, per seed; default 3)
- *   --ladder-runs N (runs of each other video cell per seed; default 1) --queues 1000,50
+ *   --ladder-runs N (runs of each other video cell per seed; default 1: a ladder step is then
+ *   reported with its Δ but no gain/cost verdict, which needs ≥ 2 runs a cell) --queues 1000,50
  *   --video-queues 1000 --seeds N --duration S --video-duration S --out DIR
  *   --cc JSON --no-ratchet --no-sim --no-sweep --resume (keep runs of DIR that
  *   finished without error: only for the same code and settings)

@@ -46,7 +46,10 @@ def test_spread_and_step_verdicts():
     assert "spread unknown" in step_verdict(step([([1.0], [2.0])]), True)
     # several traces with one run each: the per-trace differences disagree in sign
     assert step_verdict(step([([1.0], [1.5]), ([1.0], [0.8])]), True).startswith("no difference")
-    assert step(([], [1.0]) for _ in range(1)) is None
+    assert step([([], [1.0])]) is None
+    # one side with a single run: a difference outside B's spread is not claimed as a gain
+    one_side = step_verdict(step([([1.0], [1.5, 1.6, 1.7])]), True)
+    assert "spread unknown" in one_side and "gain" not in one_side
 
 
 def test_ladder_section_per_family_and_headline():
@@ -74,9 +77,25 @@ def test_ladder_section_per_family_and_headline():
     row_3g = next(line for line in grants.splitlines() if line.startswith("| 3G"))
     assert "gain: Δ +0.500" in row_3g  # QoE
     assert "gain: Δ −860" in row_3g  # p95 queuing delay fell from 900 to 40 ms
-    abr = md.split("**dashjs_nuwa_estimate → nuwa**")[1].split("**")[0]
+    abr = md.split("**dashjs_nuwa_estimate → nuwa**")[1].split("**")[0]  # 3 runs each
     assert "| 3G | no difference" in abr
     cubic = md.split("**nuwa → nuwa_cubic**")[1].split("**")[0]
     assert "cost" in next(line for line in cubic.splitlines() if line.startswith("| 3G"))
     assert "| 4G |" not in grants  # no dashjs_grants run on the 4G trace: that family is skipped
     assert video_family("LTE-Lumos") == "4G" and video_family("5G-lowband") == "5G"
+
+
+def test_video_qoe_target_not_met_inside_the_spread():
+    from nuwa_server.bench_report import compute_targets
+
+    def target(nuwa: list[float], dashjs: list[float]):
+        runs = [play("norway-hsdpa-bus-1", "3G", "nuwa", i, qoe=x) for i, x in enumerate(nuwa)]
+        runs += [play("norway-hsdpa-bus-1", "3G", "dashjs", i, qoe=x)
+                 for i, x in enumerate(dashjs)]
+        t = compute_targets(Cells(runs), {"config": {}}, [])
+        return next(x for x in t if x.name.startswith("Video: mean QoE"))
+
+    noisy = target([0.65, 0.9, 1.06], [0.5, 0.58, 0.81])  # the smoke run's cell: means 0.87 / 0.63
+    assert noisy.met is False and "no difference" in noisy.figure
+    clear = target([1.2, 1.3, 1.25], [0.5, 0.6, 0.55])
+    assert clear.met is True
