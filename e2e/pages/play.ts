@@ -36,6 +36,8 @@ interface PlayLog {
   quality_changes: { t_us: number; bitrate_kbps: number }[];
   stalls: { start_us: number; end_us: number | null }[];
   abr_reasons: string[];
+  /** dash.js's settings in force at the start (buffer targets, fast switching, active rules): the baselines must show dash.js's defaults. */
+  dashjs_settings?: unknown;
   /** The transport the first session ran on (session.ts `transport`). */
   transport?: string;
 }
@@ -115,6 +117,13 @@ async function main(): Promise<void> {
     if (s && s.end_us === null) s.end_us = now_us();
     if (log.startup_s === null) log.startup_s = (now_us() - log.started_us) / 1e6;
   });
+  const st = (player.getSettings() as { streaming: { buffer: Record<string, unknown>; abr: { rules: Record<string, { active?: boolean }> } } }).streaming;
+  log.dashjs_settings = {
+    buffer: { bufferTimeDefault: st.buffer.bufferTimeDefault, bufferTimeAtTopQuality: st.buffer.bufferTimeAtTopQuality, bufferTimeAtTopQualityLongForm: st.buffer.bufferTimeAtTopQualityLongForm, fastSwitchEnabled: st.buffer.fastSwitchEnabled },
+    active_rules: Object.entries(st.abr.rules)
+      .filter(([, r]) => r?.active)
+      .map(([k]) => k),
+  };
   log.started_us = now_us();
   player.initialize(video, `${new URL(q.get("url")!).origin}${q.get("mpd") ?? "/manifest.mpd"}`, true);
   await new Promise<void>((resolve) => {

@@ -233,6 +233,7 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
         "rebuffer_count": q["rebuffer_count"],
         "switches": q["switches"],
         "startup_s": page.get("startup_s"),
+        "dashjs_settings": page.get("dashjs_settings"),
         "qoe_per_chunk": q["qoe_per_chunk"],
         "chunks": q["chunks"],
         "chunks_downloaded": q["chunks_downloaded"],
