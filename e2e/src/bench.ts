@@ -20,11 +20,14 @@ import { simulateShared } from "../../packages/cc/src/sim/shared.js";
 import { constantRateTrace, parseMahimahiTrace, traceMeanBps } from "../../packages/cc/src/sim/trace.js";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
 import { type BulkScheme, runBulk } from "./bulk.js";
-import { type PlayScheme, runPlay } from "./play.js";
+import { PLAY_LADDER, type PlayScheme, runPlay } from "./play.js";
 import { REPO_ROOT } from "./procs.js";
 
 export const BULK_SCHEMES: readonly BulkScheme[] = ["nuwa", "cubic", "reno", "oracle"];
-export const VIDEO_SCHEMES: readonly PlayScheme[] = ["nuwa", "dashjs", "dashjs_nuwa_estimate", "observe"];
+/** Video schemes run by default: the ladder of play.ts (each one factor from its neighbour). */
+export const VIDEO_SCHEMES: readonly PlayScheme[] = PLAY_LADDER;
+/** The headline video cells (Nuwa against dash.js's default): run `video_runs` times each. */
+export const HEADLINE_VIDEO_SCHEMES: readonly string[] = ["nuwa", "dashjs", "cubic"];
 /** Highest mean trace rate run end to end; above it the Python sender and the 2 cores are the bottleneck (docs/DESIGN.md §8 "aioquic"), Mbit/s. */
 export const E2E_MAX_MEAN_MBPS = 60;
 
@@ -117,6 +120,10 @@ export interface BenchOptions {
   seeds: number;
   bulk_duration_s: number;
   video_duration_s: number;
+  /** Runs per seed of each headline video cell (HEADLINE_VIDEO_SCHEMES; default 1). */
+  video_runs?: number;
+  /** Runs per seed of each other video cell (the ladder's middle rungs; default 1). */
+  ladder_runs?: number;
   /** Constant 10 Mbit/s no-ratchet run (nuwa, deep queue, 120 s; p95 over the last 60 s). */
   ratchet: boolean;
   ratchet_duration_s: number;
@@ -139,10 +146,15 @@ export function planRuns(o: BenchOptions): RunSpec[] {
       for (const t of o.traces)
         for (const s of qi > 0 && o.other_queue_schemes ? o.other_queue_schemes : o.bulk_schemes)
           runs.push({ id: `bulk-${short(t)}-${s}-q${q}-s${seed}`, kind: "bulk", trace: t, scheme: s, queue_packets: q, seed, duration_s: o.bulk_duration_s, warmup_s: 2 });
-    for (const q of o.video_queues)
-      for (const t of o.traces)
-        for (const s of o.video_schemes)
-          runs.push({ id: `play-${short(t)}-${s}-q${q}-s${seed}`, kind: "play", trace: t, scheme: s, queue_packets: q, seed, duration_s: o.video_duration_s, warmup_s: 0 });
+    // Repetitions of a video cell are interleaved (all cells once, then again), so slow drifts of
+    // the shared machine spread over every scheme instead of landing on one.
+    const reps = (s: string) => (HEADLINE_VIDEO_SCHEMES.includes(s) ? (o.video_runs ?? 1) : (o.ladder_runs ?? 1));
+    const max_reps = Math.max(0, ...o.video_schemes.map(reps));
+    for (let rep = 1; rep <= max_reps; rep++)
+      for (const q of o.video_queues)
+        for (const t of o.traces)
+          for (const s of o.video_schemes)
+            if (rep <= reps(s)) runs.push({ id: `play-${short(t)}-${s}-q${q}-s${seed}${rep > 1 ? `-r${rep}` : ""}`, kind: "play", trace: t, scheme: s, queue_packets: q, seed, duration_s: o.video_duration_s, warmup_s: 0 });
     if (o.ratchet) {
       const trace = ratchetTrace(o.out_dir);
       runs.push({ id: `ratchet-constant10-nuwa-q1000-s${seed}`, kind: "ratchet", trace, scheme: "nuwa", queue_packets: 1000, seed, duration_s: o.ratchet_duration_s, warmup_s: o.ratchet_duration_s - 60 });
