@@ -44,8 +44,12 @@ describe("bulk download under a real 4G trace", () => {
     expect(nuwa.qd_error_ms.p95!).toBeLessThanOrEqual(20);
   });
 
-  it("keeps p95 queuing delay below the same run with --cc cubic and no grants, at useful utilization", () => {
+  // docs/BENCHMARKS.md claims 0.92 utilization on this trace (60 s, deep queue); this 30 s run counts
+  // start-up too, so the bound is the claim less 0.05 of run-to-run noise, and 0.9× cubic's in this run.
+  it("keeps p95 queuing delay below the same run with --cc cubic and no grants, at the utilization the report claims", () => {
+    console.log(`utilization nuwa ${nuwa.utilization.toFixed(3)} cubic ${cubic.utilization.toFixed(3)}; p95 ${nuwa.queuing_delay_ms.p95} vs ${cubic.queuing_delay_ms.p95} ms`);
     expect(nuwa.queuing_delay_ms.p95).toBeLessThan(cubic.queuing_delay_ms.p95);
-    expect(nuwa.utilization).toBeGreaterThan(0.7);
+    expect(nuwa.utilization).toBeGreaterThanOrEqual(0.87);
+    expect(nuwa.utilization).toBeGreaterThanOrEqual(0.9 * cubic.utilization);
   });
 });

@@ -1,9 +1,12 @@
 /**
- * Load, short version (issue 7, item 7): one aioquic server process, 5 Nuwa
- * receivers (the Python load client, decisions by the real @nuwa/cc
- * controller over JSON lines) sharing one emulated 6 Mbit/s bottleneck for
- * 15 s. The long run (20 sessions, 60 s) is `./nuwa load`, reported in
- * docs/RELIABILITY.md. Figures come from the workers' receive counts, the
+ * Load, CI version (issue 7, item 7; issue 13 item 4): one aioquic server
+ * process, 20 Nuwa receivers (the Python load client, decisions by the real
+ * @nuwa/cc controller over JSON lines) sharing one emulated 24 Mbit/s
+ * bottleneck for 30 s, Jain's index over 10–30 s. The shape is the one where
+ * the index has settled (0.963 and 0.977 here for 30 and 60 s); 5 sessions on
+ * 6 Mbit/s do not settle (0.82 over 15–30 s, 0.83 over 30–60 s: two flows keep
+ * 0.44 and 2.0 Mbit/s), which is left to the fairness issue and not hidden by
+ * a flag. The long run (60 s) is behind NUWA_LONG. Figures come from the workers' receive counts, the
  * server's /proc entries and its session summaries, and the emulator.
  */
 import { execFile } from "node:child_process";
@@ -27,13 +30,15 @@ interface LoadResult {
   emulator: { valid: boolean };
 }
 
-describe("load: 5 Nuwa sessions, one server, one bottleneck", () => {
+const SESSIONS = 20;
+
+describe(`load: ${SESSIONS} Nuwa sessions, one server, one bottleneck`, () => {
   let r: LoadResult;
   let exit_code = 0;
 
   beforeAll(async () => {
     try {
-      await execFileP(PYTHON, ["-m", "nuwa_server.load", "--sessions", "5", "--duration", "15", "--fair-from-s", "5", "--link-mbps", "6", "--out", OUT, "--json", `${OUT}/result.json`], {
+      await execFileP(PYTHON, ["-m", "nuwa_server.load", "--sessions", String(SESSIONS), "--duration", "30", "--fair-from-s", "10", "--link-mbps", "24", "--out", OUT, "--json", `${OUT}/result.json`], {
         cwd: REPO_ROOT,
         maxBuffer: 16 << 20,
       });
@@ -46,15 +51,15 @@ describe("load: 5 Nuwa sessions, one server, one bottleneck", () => {
   });
 
   it("every session served, no errors, grants obeyed", () => {
-    expect(r.sessions).toBe(5);
+    expect(r.sessions).toBe(SESSIONS);
     expect(r.errors).toEqual([]);
-    expect(r.server_sessions.sessions).toBe(5);
-    expect(r.server_sessions.grants_accepted).toBeGreaterThan(5 * 100);
+    expect(r.server_sessions.sessions).toBe(SESSIONS);
+    expect(r.server_sessions.grants_accepted).toBeGreaterThan(SESSIONS * 100);
     expect(r.server_sessions.grant_violations).toBe(0);
     for (const g of r.goodput_bps.per_session) expect(g).toBeGreaterThan(0);
   });
 
-  it("the bottleneck is used (≥ 75 % of the link in frame bytes after 5 s)", () => {
+  it("the bottleneck is used (≥ 75 % of the link in frame bytes after 10 s)", () => {
     expect(r.goodput_bps.total / r.link_bps).toBeGreaterThan(0.75);
   });
 
@@ -65,16 +70,8 @@ describe("load: 5 Nuwa sessions, one server, one bottleneck", () => {
     expect(s[s.length - 1]![1]).toBeLessThan(mid * 1.25);
   });
 
-  it("Jain's fairness index over equal-demand sessions is measured (reported in RELIABILITY.md)", () => {
-    console.log(`Jain's fairness index after 5 s: ${r.jain_index} (target ≥ 0.9)`);
-    expect(Number.isFinite(r.jain_index)).toBe(true);
-    expect(r.jain_index).toBeGreaterThan(0);
-    expect(r.jain_index).toBeLessThanOrEqual(1);
-  });
-
-  // Issue 7's target is met by the 60 s run (`./nuwa load`: Jain 0.954 with 20 sessions here); this
-  // 15 s run is too short to converge from staggered starts (0.75–0.78). Run with NUWA_STRICT_TARGETS=1.
-  it.runIf(process.env.NUWA_STRICT_TARGETS === "1")("equal-demand sessions share fairly (Jain's index ≥ 0.9 after 5 s)", () => {
+  it("equal-demand sessions share fairly (Jain's index ≥ 0.9 over 10–30 s)", () => {
+    console.log(`Jain's fairness index over 10–30 s: ${r.jain_index.toFixed(3)} (target ≥ 0.9)`);
     expect(r.jain_index).toBeGreaterThanOrEqual(0.9);
     expect(exit_code).toBe(0);
   });

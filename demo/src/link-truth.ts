@@ -102,7 +102,7 @@ export interface LogBin {
 
 /**
  * Incremental reader of an emulator log (mahimahi `mm-link --downlink-log` format,
- * NOTES.md "Mahimahi link semantics"): feed it chunks as the file grows; it keeps
+ * docs/DESIGN.md §8 "Mahimahi link semantics"): feed it chunks as the file grows; it keeps
  * per-bin departures and drops, and how far (link ms) the log is known to be complete.
  */
 export class LogTail {

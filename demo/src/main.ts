@@ -146,7 +146,10 @@ async function main(): Promise<void> {
   const tunerSel = $<HTMLSelectElement>("tuner");
   const useRl = q.get("tuner") === "rl";
   tunerSel.value = useRl ? "rl" : "fixed";
-  kk.disabled = useRl;
+  // k acts only in the additive step (Nuwa-RL's RL_CC); the default multiplicative step moves the
+  // window by θ·(g·w + a) per RTT, so there the field only shows k and setParams would refuse it.
+  kk.disabled = true;
+  kk.title = useRl ? "k is set by the Nuwa-RL agent every 200 ms" : "k has no effect under the default multiplicative step (g = 0.25 per RTT); pick the Nuwa-RL tuner to see k tuned";
   state.tuner = useRl ? "rl" : "fixed";
   let tunerNote = useRl ? "Nuwa-RL: loading" : "";
   $("note").textContent = `${cfg.trace.path}: ${cfg.trace.description || "bundled trace"} Link: ${cfg.delay_ms} ms each way, ${cfg.queue_packets}-packet drop-tail queue. Capacity and the emulator's queuing delay come from the trace and the emulator's log on its own clock.`;
@@ -176,7 +179,7 @@ async function main(): Promise<void> {
     mpd: cfg.mpd,
     cc: useRl
       ? { ...RL_CC, target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value), tuner: "rl", model: "/models/nuwa-rl.onnx", tuner_options: { wasm_paths: "/ort/" } }
-      : { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) },
+      : { target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value) },
     onTelemetry: (e) => {
       if (e.type === "tuner_ready") tunerNote = `Nuwa-RL: running every ${e.interval_ms} ms`;
       else if (e.type === "tuner_decision") {
@@ -223,13 +226,10 @@ async function main(): Promise<void> {
     location.search = `?${q}`; // a new player: the tuner is chosen when the player is made
   });
   $("apply").addEventListener("click", () => {
-    const p = useRl
-      ? { target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value) }
-      : { target_delay_ms: Number(td.value), aggressiveness_mss: Number(kk.value), sensitivity_ms: Number(rho.value) };
+    const p = { target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value) };
     try {
       np.setParams(p); // throws RangeError on a value out of range (resolveConfig)
       q.set("td", td.value);
-      q.set("k", kk.value);
       q.set("rho", rho.value);
       history.replaceState(null, "", `?${q}`);
       statusEl.classList.remove("error");

@@ -1,11 +1,19 @@
 /**
- * Playback page for end-to-end runs: dash.js 5 plays the MPD over a Nuwa
- * session (attachNuwa), or over the same session with dash.js's own ABR and
- * estimate. Records per-second samples of Nuwa's and dash.js's estimates, the
- * buffer, bitrate changes, stalls, and every frame's timing, exposed as
- * `window.__nuwa_play`. Query: url, hash, mpd, duration_s, scheme
- * (nuwa | dashjs | dashjs_nuwa_estimate | observe), cc (JSON), transport
- * (auto | webtransport | websocket), ws_url (the WebSocket fallback's URL).
+ * Playback page for end-to-end runs: dash.js 5 plays the MPD with every
+ * request over a Nuwa session (attachNuwa's loader). The schemes of the video
+ * ladder (e2e/src/play.ts PLAY_SCHEMES), each one factor from its neighbour:
+ * `dashjs` (dash.js as shipped over server cubic: only the loader replaced, no
+ * setting changed, no grant sent), `dashjs_grants` (the same over Nuwa's
+ * grants), `dashjs_nuwa_estimate` (dash.js's rules fed Nuwa's estimate, grants),
+ * `nuwa` (Nuwa ABR, grants), `nuwa_cubic` (Nuwa ABR on Nuwa's estimate over
+ * server cubic, no grants); `cubic` and `observe` are the old names of
+ * `dashjs` and `nuwa_cubic`. Every 250 ms it samples Nuwa's estimate and
+ * dash.js's own (its ThroughputController's average, read at the same
+ * instant), the buffer and bitrate; it logs every video segment downloaded or
+ * abandoned, stalls and every frame's timing, exposed as `window.__nuwa_play`.
+ * Query: url, hash, mpd, duration_s, scheme, cc (JSON), transport
+ * (auto | webtransport | websocket), ws_url (the WebSocket fallback's URL),
+ * log_level (dash.js's debug level; absent: dash.js's default).
  */
 import { type AttachOptions, attachNuwa } from "@nuwa/player";
 import * as dashjsModule from "dashjs";
@@ -21,10 +29,15 @@ interface PlayLog {
   startup_s: number | null;
   frames: { send_us: number[]; recv_us: number[]; raw_qd_ms: number[] };
   samples: { t_us: number; media_s: number; buffer_s: number; nuwa_bps: number; dashjs_bps: number; bitrate_kbps: number; window_bytes: number; qd_ms: number; downloading: boolean }[];
-  chunks: { t_us: number; bitrate_kbps: number; index: number }[];
+  /** Video media segments downloaded completely (a re-download of a position appears again). */
+  chunks: { t_us: number; bitrate_kbps: number; index: number; start_s: number; duration_s: number; bytes: number }[];
+  /** Video media segment requests dash.js abandoned (AbandonRequestsRule, fast switching), with the bytes they had loaded. */
+  abandoned: { t_us: number; bitrate_kbps: number; index: number; start_s: number; bytes: number }[];
   quality_changes: { t_us: number; bitrate_kbps: number }[];
   stalls: { start_us: number; end_us: number | null }[];
   abr_reasons: string[];
+  /** dash.js's settings in force at the start (buffer targets, fast switching, active rules): the baselines must show dash.js's defaults. */
+  dashjs_settings?: unknown;
   /** The transport the first session ran on (session.ts `transport`). */
   transport?: string;
 }
@@ -37,12 +50,23 @@ declare global {
 
 const q = new URLSearchParams(location.search);
 const scheme = q.get("scheme") ?? "nuwa";
-const log: PlayLog = { done: false, error: null, scheme, started_us: 0, startup_s: null, frames: { send_us: [], recv_us: [], raw_qd_ms: [] }, samples: [], chunks: [], quality_changes: [], stalls: [], abr_reasons: [] };
+const log: PlayLog = { done: false, error: null, scheme, started_us: 0, startup_s: null, frames: { send_us: [], recv_us: [], raw_qd_ms: [] }, samples: [], chunks: [], abandoned: [], quality_changes: [], stalls: [], abr_reasons: [] };
 window.__nuwa_play = log;
 const now_us = () => performance.now() * 1000;
 const video = document.getElementById("video") as HTMLVideoElement;
+let stopping = false;
 const status = document.getElementById("status")!;
-let dashjs_own_kbps = Number.NaN;
+
+/** The ladder's schemes as attachNuwa options (old names: cubic = dashjs, observe = nuwa_cubic). */
+const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate">> = {
+  dashjs: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
+  cubic: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
+  dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
+  dashjs_nuwa_estimate: { mode: "control", abr: "dashjs", estimate: "nuwa" },
+  nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
+  nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
+  observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
+};
 
 async function main(): Promise<void> {
   const duration_s = Number(q.get("duration_s") ?? "60");
@@ -53,9 +77,7 @@ async function main(): Promise<void> {
     transport: (q.get("transport") ?? "auto") as AttachOptions["transport"],
     websocket_url: q.get("ws_url") ?? undefined,
     cc: JSON.parse(q.get("cc") ?? "{}"),
-    mode: scheme === "observe" ? "observe" : "control",
-    abr: scheme === "nuwa" || scheme === "observe" ? "nuwa" : "dashjs",
-    estimate: scheme === "dashjs" ? "dashjs" : "nuwa",
+    ...SCHEMES[scheme],
     preset: "vod",
     onTelemetry: (e) => {
       if (e.type === "frame") {
@@ -64,22 +86,28 @@ async function main(): Promise<void> {
         log.frames.raw_qd_ms.push(e.decision.raw_queuing_delay_ms);
       } else if (e.type === "abr" && log.abr_reasons.length < 200) log.abr_reasons.push(e.decision.reason);
     },
-    onDashjsEstimate: (kbps) => {
-      dashjs_own_kbps = kbps;
-    },
   };
+  if (!SCHEMES[scheme]) throw new Error(`unknown scheme ${scheme}`);
   const nuwa = attachNuwa(player as never, dashjs as never, opts);
-  player.updateSettings({ debug: { logLevel: Number(q.get("log_level") ?? "2") }, streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } });
+  // No dash.js setting is changed here: buffer targets, fast switching and rules stay at dash.js's
+  // defaults for the dash.js schemes (attachNuwa changes rules and fast switching only for abr "nuwa").
+  if (q.get("log_level") !== null) player.updateSettings({ debug: { logLevel: Number(q.get("log_level")) } });
   player.on(dashjs.MediaPlayer.events.ERROR, (e: unknown) => console.error("dash.js error", JSON.stringify(e).slice(0, 500)));
   const session = await nuwa.session;
   log.transport = session.transport;
-  player.on(dashjs.MediaPlayer.events.THROUGHPUT_MEASUREMENT_STORED, () => {});
   player.on(dashjs.MediaPlayer.events.QUALITY_CHANGE_RENDERED, (e: { mediaType: string; newRepresentation?: { bandwidth: number } }) => {
     if (e.mediaType === "video" && e.newRepresentation) log.quality_changes.push({ t_us: now_us(), bitrate_kbps: e.newRepresentation.bandwidth / 1000 });
   });
-  player.on(dashjs.MediaPlayer.events.FRAGMENT_LOADING_COMPLETED, (e: { request?: { mediaType: string; type: string; index: number; bandwidth: number } }) => {
+  type SegmentRequest = { mediaType: string; type: string; index: number; bandwidth: number; startTime: number; duration: number; bytesLoaded: number };
+  player.on(dashjs.MediaPlayer.events.FRAGMENT_LOADING_COMPLETED, (e: { request?: SegmentRequest; error?: unknown }) => {
     const r = e.request;
-    if (r && r.mediaType === "video" && r.type === "MediaSegment") log.chunks.push({ t_us: now_us(), bitrate_kbps: r.bandwidth / 1000, index: r.index });
+    if (stopping || !r || r.mediaType !== "video" || r.type !== "MediaSegment" || e.error) return;
+    log.chunks.push({ t_us: now_us(), bitrate_kbps: r.bandwidth / 1000, index: r.index, start_s: r.startTime, duration_s: r.duration, bytes: r.bytesLoaded || 0 });
+  });
+  player.on(dashjs.MediaPlayer.events.FRAGMENT_LOADING_ABANDONED, (e: { request?: SegmentRequest }) => {
+    const r = e.request;
+    if (stopping || !r || r.mediaType !== "video" || r.type !== "MediaSegment") return;
+    log.abandoned.push({ t_us: now_us(), bitrate_kbps: r.bandwidth / 1000, index: r.index, start_s: r.startTime, bytes: r.bytesLoaded || 0 });
   });
   player.on(dashjs.MediaPlayer.events.PLAYBACK_WAITING, () => {
     if (log.startup_s !== null) log.stalls.push({ start_us: now_us(), end_us: null });
@@ -89,25 +117,34 @@ async function main(): Promise<void> {
     if (s && s.end_us === null) s.end_us = now_us();
     if (log.startup_s === null) log.startup_s = (now_us() - log.started_us) / 1e6;
   });
+  const st = (player.getSettings() as { streaming: { buffer: Record<string, unknown>; abr: { rules: Record<string, { active?: boolean }> } } }).streaming;
+  log.dashjs_settings = {
+    buffer: { bufferTimeDefault: st.buffer.bufferTimeDefault, bufferTimeAtTopQuality: st.buffer.bufferTimeAtTopQuality, bufferTimeAtTopQualityLongForm: st.buffer.bufferTimeAtTopQualityLongForm, fastSwitchEnabled: st.buffer.fastSwitchEnabled },
+    active_rules: Object.entries(st.abr.rules)
+      .filter(([, r]) => r?.active)
+      .map(([k]) => k),
+  };
   log.started_us = now_us();
   player.initialize(video, `${new URL(q.get("url")!).origin}${q.get("mpd") ?? "/manifest.mpd"}`, true);
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const t = now_us();
+      // Both estimates at the same instant: Nuwa's controller and dash.js's own ThroughputController.
       const est = session.controller.estimate(t);
+      const dashjs_kbps = nuwa.dashjsEstimateKbps();
       const rep = player.getCurrentRepresentationForType?.("video") as { bandwidth?: number } | null;
       log.samples.push({
         t_us: t,
         media_s: video.currentTime,
         buffer_s: player.getDashMetrics().getCurrentBufferLevel("video") || 0,
         nuwa_bps: est.bps,
-        dashjs_bps: dashjs_own_kbps * 1000,
+        dashjs_bps: dashjs_kbps * 1000,
         bitrate_kbps: rep?.bandwidth ? rep.bandwidth / 1000 : Number.NaN,
         window_bytes: session.controller.windowBytes,
         qd_ms: log.frames.raw_qd_ms[log.frames.raw_qd_ms.length - 1] ?? 0,
         downloading: session.activeRequests > 0,
       });
-      status.textContent = `${scheme}: media ${video.currentTime.toFixed(1)} s, buffer ${(log.samples.at(-1)?.buffer_s ?? 0).toFixed(1)} s, Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, dash.js ${(dashjs_own_kbps / 1000).toFixed(2)} Mbit/s`;
+      status.textContent = `${scheme}: media ${video.currentTime.toFixed(1)} s, buffer ${(log.samples.at(-1)?.buffer_s ?? 0).toFixed(1)} s, Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, dash.js ${(dashjs_kbps / 1000).toFixed(2)} Mbit/s`;
       if (t - log.started_us > duration_s * 1e6 && log.startup_s !== null && video.currentTime >= duration_s - 1) {
         clearInterval(timer);
         resolve();
@@ -117,6 +154,7 @@ async function main(): Promise<void> {
       }
     }, 250);
   });
+  stopping = true; // reset() aborts what is in flight: not an abandonment
   player.reset();
   nuwa.close();
 }

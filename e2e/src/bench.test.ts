@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
-import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily } from "./bench.js";
+import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily, VIDEO_SCHEMES } from "./bench.js";
 import { REPO_ROOT } from "./procs.js";
 
 const rec = (scheme: string, p95: number, valid = true, utilization = 0.95): RunRecord =>
@@ -58,6 +58,20 @@ describe("bench harness", () => {
     expect(lines.length * 1504 * 8).toBeCloseTo(10e6, -5); // 1 s period at 10 Mbit/s
   });
 
+  it("video ladder: by default every rung, headline cells (nuwa, dashjs) repeated video_runs times, the others ladder_runs, interleaved", () => {
+    const out = mkdtempSync(`${tmpdir()}/bench-`);
+    const traces = listTraces().e2e.slice(0, 2);
+    expect(VIDEO_SCHEMES).toEqual(["dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"]);
+    const o: BenchOptions = { out_dir: out, traces, bulk_schemes: [], video_schemes: VIDEO_SCHEMES, video_runs: 3, ladder_runs: 1, queues: [], video_queues: [1000], seeds: 1, bulk_duration_s: 60, video_duration_s: 60, ratchet: false, ratchet_duration_s: 120, cc: {}, delay_ms: 25, resume: false };
+    const runs = planRuns(o);
+    const count = (s: string) => runs.filter((r) => r.scheme === s).length;
+    expect([count("dashjs"), count("dashjs_grants"), count("dashjs_nuwa_estimate"), count("nuwa"), count("nuwa_cubic")]).toEqual([6, 2, 2, 6, 2]);
+    expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
+    // every cell runs once before any repeats
+    expect(runs.slice(0, 10).map((r) => r.scheme)).toEqual([...VIDEO_SCHEMES, ...VIDEO_SCHEMES]);
+    expect(runs.slice(10).map((r) => r.scheme)).toEqual(["dashjs", "nuwa", "dashjs", "nuwa", "dashjs", "nuwa", "dashjs", "nuwa"]);
+  });
+
   it("RL evaluation: best fixed k per family from the simulator's rewards; rl, k=1, k=7 and the best k planned once each", () => {
     const ev = {
       rows: [
@@ -85,7 +99,7 @@ describe("bench harness", () => {
     expect(Object.keys(trained).filter((k) => k !== "note").sort()).toEqual(Object.keys(RL_CC).sort());
   });
 
-  it("simulated run of a real trace reports DESIGN.md's metrics", () => {
+  it("simulated run of a real trace reports docs/DESIGN.md's metrics", () => {
     const t = listTraces().e2e.find((x) => x.name === "norway-hsdpa-bus-1")!;
     const r = simRun(t, "nuwa", 1000, 10, {});
     expect(r.utilization).toBeGreaterThan(0.5);

@@ -7,7 +7,7 @@
  * own directory under `<out>/runs/`; the report (Markdown + PNG) is made by
  * `server/nuwa_server/bench_report.py` from those files and the run logs.
  *
- * Metrics are DESIGN.md's, computed by bulk_metrics.py / play_metrics.py from
+ * Metrics are docs/DESIGN.md's, computed by bulk_metrics.py / play_metrics.py from
  * the emulator's log (truth) and the page's log. A run whose emulator timing
  * self-check failed (p99 lateness > 2 ms) is kept and marked invalid; the
  * report lists it and leaves it out of every aggregate and target.
@@ -20,12 +20,15 @@ import { simulateShared } from "../../packages/cc/src/sim/shared.js";
 import { constantRateTrace, parseMahimahiTrace, traceMeanBps } from "../../packages/cc/src/sim/trace.js";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
 import { type BulkScheme, runBulk } from "./bulk.js";
-import { type PlayScheme, runPlay } from "./play.js";
+import { PLAY_LADDER, type PlayScheme, runPlay } from "./play.js";
 import { REPO_ROOT } from "./procs.js";
 
 export const BULK_SCHEMES: readonly BulkScheme[] = ["nuwa", "cubic", "reno", "oracle"];
-export const VIDEO_SCHEMES: readonly PlayScheme[] = ["nuwa", "dashjs", "dashjs_nuwa_estimate", "observe"];
-/** Highest mean trace rate run end to end; above it the Python sender and the 2 cores are the bottleneck (NOTES.md "aioquic"), Mbit/s. */
+/** Video schemes run by default: the ladder of play.ts (each one factor from its neighbour). */
+export const VIDEO_SCHEMES: readonly PlayScheme[] = PLAY_LADDER;
+/** The headline video cells (Nuwa against dash.js's default): run `video_runs` times each. */
+export const HEADLINE_VIDEO_SCHEMES: readonly string[] = ["nuwa", "dashjs", "cubic"];
+/** Highest mean trace rate run end to end; above it the Python sender and the 2 cores are the bottleneck (docs/DESIGN.md §8 "aioquic"), Mbit/s. */
 export const E2E_MAX_MEAN_MBPS = 60;
 
 export interface TraceInfo {
@@ -54,12 +57,12 @@ export function traceFamily(path: string): string {
 /**
  * The traces listed in traces/index.json, found in `traces/` or (for the big
  * mmWave files kept outside the repo) in the directories of NUWA_TRACE_DIRS
- * (colon-separated; default `../shared/traces`). Broadband traces are left out
+ * (colon-separated; none when unset: docs/DESIGN.md §7). Broadband traces are left out
  * (the issue asks for 3G, 4G and 5G). Missing files are returned in `missing`.
  */
 export function listTraces(): { e2e: TraceInfo[]; sim_only: TraceInfo[]; missing: string[] } {
   const index = JSON.parse(readFileSync(`${REPO_ROOT}traces/index.json`, "utf8")) as { traces: { file: string; family: string; mean_mbps: number }[] };
-  const extra = (process.env.NUWA_TRACE_DIRS ?? resolve(REPO_ROOT, "../shared/traces")).split(":").filter(Boolean);
+  const extra = (process.env.NUWA_TRACE_DIRS ?? "").split(":").filter(Boolean);
   const e2e: TraceInfo[] = [];
   const sim_only: TraceInfo[] = [];
   const missing: string[] = [];
@@ -117,6 +120,10 @@ export interface BenchOptions {
   seeds: number;
   bulk_duration_s: number;
   video_duration_s: number;
+  /** Runs per seed of each headline video cell (HEADLINE_VIDEO_SCHEMES; default 1). */
+  video_runs?: number;
+  /** Runs per seed of each other video cell (the ladder's middle rungs; default 1). */
+  ladder_runs?: number;
   /** Constant 10 Mbit/s no-ratchet run (nuwa, deep queue, 120 s; p95 over the last 60 s). */
   ratchet: boolean;
   ratchet_duration_s: number;
@@ -139,10 +146,15 @@ export function planRuns(o: BenchOptions): RunSpec[] {
       for (const t of o.traces)
         for (const s of qi > 0 && o.other_queue_schemes ? o.other_queue_schemes : o.bulk_schemes)
           runs.push({ id: `bulk-${short(t)}-${s}-q${q}-s${seed}`, kind: "bulk", trace: t, scheme: s, queue_packets: q, seed, duration_s: o.bulk_duration_s, warmup_s: 2 });
-    for (const q of o.video_queues)
-      for (const t of o.traces)
-        for (const s of o.video_schemes)
-          runs.push({ id: `play-${short(t)}-${s}-q${q}-s${seed}`, kind: "play", trace: t, scheme: s, queue_packets: q, seed, duration_s: o.video_duration_s, warmup_s: 0 });
+    // Repetitions of a video cell are interleaved (all cells once, then again), so slow drifts of
+    // the shared machine spread over every scheme instead of landing on one.
+    const reps = (s: string) => (HEADLINE_VIDEO_SCHEMES.includes(s) ? (o.video_runs ?? 1) : (o.ladder_runs ?? 1));
+    const max_reps = Math.max(0, ...o.video_schemes.map(reps));
+    for (let rep = 1; rep <= max_reps; rep++)
+      for (const q of o.video_queues)
+        for (const t of o.traces)
+          for (const s of o.video_schemes)
+            if (rep <= reps(s)) runs.push({ id: `play-${short(t)}-${s}-q${q}-s${seed}${rep > 1 ? `-r${rep}` : ""}`, kind: "play", trace: t, scheme: s, queue_packets: q, seed, duration_s: o.video_duration_s, warmup_s: 0 });
     if (o.ratchet) {
       const trace = ratchetTrace(o.out_dir);
       runs.push({ id: `ratchet-constant10-nuwa-q1000-s${seed}`, kind: "ratchet", trace, scheme: "nuwa", queue_packets: 1000, seed, duration_s: o.ratchet_duration_s, warmup_s: o.ratchet_duration_s - 60 });

@@ -1,4 +1,4 @@
-/** Debian's Chromium driven by playwright-core, with the flags NOTES.md says this machine needs. */
+/** Debian's Chromium driven by playwright-core, with the flags docs/DESIGN.md §8 says this machine needs. */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

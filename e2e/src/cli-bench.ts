@@ -6,8 +6,8 @@
  *             nuwa's utilization is at least 0.9 × cubic's, both in the same
  *             invocation; 3 if a run was invalid or failed.
  *   --full    every 3G/4G/low-band 5G trace in traces/ end to end: bulk (nuwa, cubic,
- *             reno, oracle) × deep/shallow queue, video (nuwa, dashjs,
- *             dashjs_nuwa_estimate, observe) on the deep queue, the 120 s
+ *             reno, oracle) × deep/shallow queue, the video ladder (dashjs, dashjs_grants,
+ *             dashjs_nuwa_estimate, nuwa, nuwa_cubic; e2e/src/play.ts) on the deep queue, the 120 s
  *             constant-10 Mbit/s no-ratchet run, the simulator on every trace
  *             (mmWave included) and the parameter sweeps; writes
  *             docs/BENCHMARKS.md (+ docs/bench/*.png) with the command and date;
@@ -22,7 +22,11 @@
  *
  * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle
  *   --shallow-schemes nuwa,cubic (bulk schemes on the queues after the first; default --schemes)
- *   --video-schemes nuwa,dashjs,dashjs_nuwa_estimate,observe|none --queues 1000,50
+ *   --video-schemes dashjs,dashjs_grants,dashjs_nuwa_estimate,nuwa,nuwa_cubic|none (default:
+ *   that ladder; cubic and observe are the old names of dashjs and nuwa_cubic)
+ *   --video-runs N (runs of each headline video cell, nuwa and dashjs, per seed; default 3)
+ *   --ladder-runs N (runs of each other video cell per seed; default 1: a ladder step is then
+ *   reported with its Δ but no gain/cost verdict, which needs ≥ 2 runs a cell) --queues 1000,50
  *   --video-queues 1000 --seeds N --duration S --video-duration S --out DIR
  *   --cc JSON --no-ratchet --no-sim --no-sweep --resume (keep runs of DIR that
  *   finished without error: only for the same code and settings)
@@ -58,10 +62,12 @@ import {
   VIDEO_SCHEMES,
 } from "./bench.js";
 import { parseCli, usageError } from "./cli-args.js";
+import { PLAY_SCHEMES } from "./play.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
 const USAGE = `./nuwa bench [--quick | --full | --sweep | --rl] [--traces a,b] [--schemes nuwa,cubic,reno,oracle]
-  [--shallow-schemes ...] [--video-schemes nuwa,dashjs,dashjs_nuwa_estimate,observe|none] [--queues 1000,50]
+  [--shallow-schemes ...] [--video-schemes dashjs,dashjs_grants,dashjs_nuwa_estimate,nuwa,nuwa_cubic|none]
+  [--video-runs N (nuwa and dashjs cells, default 3)] [--ladder-runs N (other video cells, default 1)] [--queues 1000,50]
   [--video-queues 1000] [--seeds N] [--duration S] [--video-duration S] [--out DIR] [--cc JSON]
   [--no-ratchet] [--no-sim] [--no-sweep] [--resume] [--report-only] [--sim-duration S]
   [--ratchet-duration S] [--oracle-window-ms MS]
@@ -77,6 +83,8 @@ const values = parseCli(USAGE, {
   "video-schemes": { type: "string" },
   queues: { type: "string" },
   "video-queues": { type: "string" },
+  "video-runs": { type: "string", default: "3" },
+  "ladder-runs": { type: "string", default: "1" },
   seeds: { type: "string", default: "1" },
   duration: { type: "string" },
   "video-duration": { type: "string", default: "60" },
@@ -152,7 +160,9 @@ const opts: BenchOptions = {
   traces: sweepOnly ? [] : traces,
   bulk_schemes: list(values.schemes, BULK_SCHEMES, "scheme") ?? (quick ? ["nuwa", "cubic"] : BULK_SCHEMES),
   other_queue_schemes: list(values["shallow-schemes"], BULK_SCHEMES, "shallow scheme"),
-  video_schemes: list(values["video-schemes"], VIDEO_SCHEMES, "video scheme") ?? (quick ? [] : VIDEO_SCHEMES),
+  video_schemes: list(values["video-schemes"], PLAY_SCHEMES, "video scheme") ?? (quick ? [] : VIDEO_SCHEMES),
+  video_runs: ints(values["video-runs"], "--video-runs", 1, 20)![0]!,
+  ladder_runs: ints(values["ladder-runs"], "--ladder-runs", 1, 20)![0]!,
   queues: ints(values.queues, "--queues", 2, 100_000) ?? (quick ? [1000] : [1000, 50]),
   video_queues: ints(values["video-queues"], "--video-queues", 2, 100_000) ?? [1000],
   seeds,

@@ -1,9 +1,18 @@
-/** `./nuwa play [--trace FILE] [--duration S] [--scheme nuwa|cubic|observe|dashjs_nuwa_estimate] [--out DIR]` */
+/** `./nuwa play [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (schemes: PLAY_SCHEMES in play.ts) */
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
-import { describePlay, type PlayScheme, runPlay } from "./play.js";
+import { describePlay, PLAY_SCHEMES, type PlayScheme, runPlay } from "./play.js";
 
-const USAGE = `./nuwa play [--trace FILE] [--duration S] [--scheme nuwa|cubic|observe|dashjs|dashjs_nuwa_estimate] [--out DIR] [--cc JSON]
-  play DASH video through Nuwa under a trace; prints a summary`;
+const USAGE = `./nuwa play [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
+  play DASH video through Nuwa under a trace; prints a summary. Schemes (the video ladder,
+  each one factor from the next):
+    dashjs                dash.js 5.2.1 as shipped (default ABR, own estimate, no setting
+                          changed; only the loader carries requests over the session) over
+                          the server's cubic (old name: cubic)
+    dashjs_grants         the same dash.js over Nuwa's grants
+    dashjs_nuwa_estimate  dash.js's rules fed Nuwa's estimate, grants
+    nuwa                  Nuwa ABR on Nuwa's estimate, grants (default)
+    nuwa_cubic            Nuwa ABR on Nuwa's estimate over the server's cubic, no grants
+                          (old name: observe)`;
 const values = parseCli(USAGE, {
   trace: { type: "string", default: "traces/4G/mahimahi-verizon-lte-short.mahi" },
   duration: { type: "string", default: "60" },
@@ -13,8 +22,8 @@ const values = parseCli(USAGE, {
 });
 const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as PlayScheme;
-if (!["nuwa", "cubic", "observe", "dashjs", "dashjs_nuwa_estimate"].includes(scheme)) {
-  usageError(USAGE, `--scheme must be nuwa, cubic, observe, dashjs or dashjs_nuwa_estimate (got ${scheme})`);
+if (!PLAY_SCHEMES.includes(scheme)) {
+  usageError(USAGE, `--scheme must be one of ${PLAY_SCHEMES.join(", ")} (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 10 && duration_s <= 110)) {

@@ -15,8 +15,22 @@ import { serveStatic } from "./static.js";
 
 const execFileP = promisify(execFile);
 
-/** `nuwa`: Nuwa grants + Nuwa ABR; `observe`: server cubic, Nuwa estimates and ABR; `dashjs`: dash.js ABR and estimate over server cubic; `dashjs_nuwa_estimate`: dash.js ABR fed Nuwa's estimate, Nuwa grants. */
-export type PlayScheme = "nuwa" | "cubic" | "observe" | "dashjs" | "dashjs_nuwa_estimate";
+/**
+ * The video ladder (issue 13), each scheme one factor from its neighbour:
+ * `dashjs`: dash.js 5.2.1 as shipped (its default ABR rules and its own estimate, every setting
+ *   untouched; only the loader carries its requests over the session) over the server's cubic;
+ * `dashjs_grants`: the same dash.js over Nuwa's grants (the controller grants the window);
+ * `dashjs_nuwa_estimate`: dash.js's rules fed Nuwa's estimate (ThroughputController), grants;
+ * `nuwa`: Nuwa's ABR rule on Nuwa's estimate, grants;
+ * `nuwa_cubic`: Nuwa's ABR rule on Nuwa's estimate (observing) over the server's cubic, no grants.
+ */
+export const PLAY_LADDER = ["dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"] as const;
+/** Old names, still accepted: `cubic` = `dashjs`, `observe` = `nuwa_cubic`. */
+export const PLAY_ALIASES = { cubic: "dashjs", observe: "nuwa_cubic" } as const;
+export type PlayScheme = (typeof PLAY_LADDER)[number] | keyof typeof PLAY_ALIASES;
+export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, "cubic", "observe"];
+/** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa"];
 
 export interface PlayOptions {
   trace: string;
@@ -47,8 +61,9 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
   const trace = resolve(o.trace);
   const content_dir = await ensureContent(o.content_duration_s ?? 120);
   await buildPages();
-  const page_scheme = o.scheme === "cubic" ? "dashjs" : o.scheme;
-  const server_cc = page_scheme === "nuwa" || page_scheme === "dashjs_nuwa_estimate" ? "nuwa" : "cubic";
+  if (!PLAY_SCHEMES.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} (${PLAY_SCHEMES.join(", ")})`);
+  const page_scheme = o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
+  const server_cc = GRANT_SCHEMES.includes(page_scheme) ? "nuwa" : "cubic";
   let link: Link | null = null;
   const stopAll = async () => {
     await link?.stop();
@@ -71,9 +86,10 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
       scheme: page_scheme,
       duration_s: String(o.duration_s),
       mpd: "/manifest.mpd",
-      log_level: process.env.NUWA_DASHJS_LOG_LEVEL ?? "2",
       cc: JSON.stringify(o.cc ?? {}),
     });
+    // dash.js's log level stays its default unless asked for (no dash.js setting changes by default).
+    if (process.env.NUWA_DASHJS_LOG_LEVEL) params.set("log_level", process.env.NUWA_DASHJS_LOG_LEVEL);
     await page.goto(`http://127.0.0.1:${web.port}/play.html?${params}`);
     await page.waitForFunction(() => window.__nuwa_play?.done === true, undefined, { timeout: (o.duration_s + 120) * 1000, polling: 1000 });
     const log = await page.evaluate(() => window.__nuwa_play);
@@ -107,9 +123,9 @@ export function describePlay(s: Record<string, unknown>, out_dir: string): strin
     `Nuwa playback: ${s.scheme} on ${String(s.trace).split("/").pop()}`,
     `  played ${n(s.media_played_s)} s of video, startup ${n(s.startup_s, 2)} s`,
     `  mean bitrate ${n(s.bitrate_kbps_mean, 0)} kbit/s, ${s.switches} switches, rebuffering ${n(s.rebuffer_s, 2)} s in ${s.rebuffer_count} stalls`,
-    `  QoE per chunk ${n(s.qoe_per_chunk, 2)} (Pensieve linear: Mbit/s − 4.3·rebuffer s − |Δ Mbit/s|)`,
+    `  QoE per chunk ${n(s.qoe_per_chunk, 2)} over ${s.chunks} played chunks (Pensieve linear: Mbit/s − 4.3·rebuffer s − |Δ Mbit/s|); re-downloaded ${n(Number(s.redownloaded_bytes) / 1e6, 2)} MB, ${s.abandoned_requests} abandoned requests (${n(Number(s.abandoned_bytes) / 1e6, 2)} MB)`,
     `  queuing delay at the bottleneck p50 ${n(q.p50, 0)} ms, p95 ${n(q.p95, 0)} ms; utilization while downloading ${n(s.utilization, 2)}`,
-    `  estimate error vs real capacity (median, 1 s bins): Nuwa ${n(100 * e.nuwa, 0)}%, dash.js ${n(100 * e.dashjs, 0)}%`,
+    `  estimate error vs real capacity (median over the same 1 s bins, both sampled at the same instants): Nuwa ${n(100 * e.nuwa, 0)}%, dash.js ${n(100 * e.dashjs, 0)}%`,
     `  files: ${out_dir}/summary.json, ${out_dir}/report.png`,
   ].join("\n");
 }

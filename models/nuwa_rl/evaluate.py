@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,15 +27,21 @@ from .episode import Episode
 from .sim import REPO_ROOT, Stepper
 
 FIXED_KS: tuple[float, ...] = (1.0, 2.0, 3.0, 5.0, 7.0, 9.0)
-SHARED_TRACES = REPO_ROOT.parent / "shared" / "traces"
+
+
+def held_out_trace_dirs() -> list[Path]:
+    """Directories of traces kept outside the repository (``NUWA_TRACE_DIRS``, colon-separated,
+    each laid out as ``3G/ 4G/ 5G/ broadband/``); none when unset (docs/DESIGN.md §7)."""
+    return [Path(d) for d in os.environ.get("NUWA_TRACE_DIRS", "").split(":") if d]
 
 
 def eval_traces() -> list[tuple[str, Path]]:
     """(family, path): the repo's 3G/4G/5G traces (the training set), plus mmWave 5G and
-    broadband from ../shared/traces when present (not trained on)."""
+    broadband from the held-out directories of ``NUWA_TRACE_DIRS`` (not trained on)."""
     out = [(f, p) for f in ("3G", "4G", "5G") for p in sorted((REPO_ROOT / "traces" / f).glob("*.mahi"))]
-    out += [("5G-mmWave", p) for p in sorted((SHARED_TRACES / "5G").glob("lumos5g-*mmwave*.mahi"))]
-    out += [("broadband", p) for p in sorted((SHARED_TRACES / "broadband").glob("*.mahi"))]
+    for d in held_out_trace_dirs():
+        out += [("5G-mmWave", p) for p in sorted((d / "5G").glob("lumos5g-*mmwave*.mahi"))]
+        out += [("broadband", p) for p in sorted((d / "broadband").glob("*.mahi"))]
     return out
 
 

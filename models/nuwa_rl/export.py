@@ -1,6 +1,6 @@
 """Export the Nuwa-RL actor step to one ONNX file, with its metadata and parity fixtures.
 
-The graph (NOTES.md "RL stack": the actor step as its own module, not sb3's
+The graph (docs/DESIGN.md §8 "RL stack": the actor step as its own module, not sb3's
 get_distribution):
 
     inputs  obs [B, OBS_DIM] float32, h [1, B, H] float32, c [1, B, H] float32,
@@ -50,7 +50,7 @@ class ActorStep(nn.Module):
 
 
 def export_onnx(policy: Any, path: Path) -> None:
-    """Dynamo export, opset 18, one file, dynamic batch (NOTES.md: batch-2 example)."""
+    """Dynamo export, opset 18, one file, dynamic batch (docs/DESIGN.md §8: batch-2 example)."""
     step = ActorStep(policy).eval()
     hidden = step.lstm.hidden_size
     b = 2

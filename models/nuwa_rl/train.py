@@ -49,7 +49,7 @@ def train(timesteps: int, seed: int, n_envs: int, out: Path,
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
 
-    torch.set_num_threads(1)  # NOTES.md: two threads on two cores is slower and erratic
+    torch.set_num_threads(1)  # docs/DESIGN.md §8: two threads on two cores is slower and erratic
     commit = _git("rev-parse", "HEAD")
     cc_dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "packages/cc/src", "models/nuwa_rl"))
     # (timestep, mean Eq. 13 reward (not the baselined training reward), trace, mean k) per episode

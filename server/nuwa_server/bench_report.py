@@ -6,7 +6,7 @@ config, simulator results and sweeps) and ``runs/<id>/bench.json`` (one end-to-e
 run: its spec and the metrics of ``bulk_metrics.py`` / ``play_metrics.py``),
 plus each run's emulator log and server logs for the time series and CDFs.
 
-Metrics are DESIGN.md's ("How it is measured"); nothing is recomputed here
+Metrics are docs/DESIGN.md §6's; nothing is recomputed here
 except what the plots need (per-packet queuing delay from the emulator log,
 capacity and delivery per 100 ms, the window in force from the server's
 ``frames.jsonl``). Runs whose emulator failed its timing self-check, or that
@@ -47,11 +47,25 @@ SIM_TRACES_FIVE = (
     "mnwild-tmobile-5g-sa-lowband-walking-r20061",
     "lumos-vzw-lte-driving-50087",
 )
-"""The five traces of SIMULATION.md (the shallow-queue target counts 3 of these 5)."""
+"""The five traces of docs/DESIGN.md §3 (the shallow-queue target counts 3 of these 5)."""
 DEEP_MIN_PACKETS = 500
 """A queue of at least this many packets counts as deep; below, shallow."""
 
 Num = float | None
+
+PLAY_ALIASES = {"cubic": "dashjs", "observe": "nuwa_cubic"}
+"""Old names of video schemes (e2e/src/play.ts PLAY_ALIASES)."""
+LADDER = ("dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic")
+"""The video ladder, each scheme one factor from its neighbour (e2e/src/play.ts PLAY_LADDER)."""
+LADDER_STEPS = (
+    ("dashjs", "dashjs_grants", "Nuwa's grants instead of the server's cubic (dash.js unchanged)"),
+    ("dashjs_grants", "dashjs_nuwa_estimate", "Nuwa's estimate fed to dash.js's rules"),
+    ("dashjs_nuwa_estimate", "nuwa", "Nuwa's ABR rule instead of dash.js's rules"),
+    ("nuwa", "nuwa_cubic", "the server's cubic instead of Nuwa's grants (Nuwa ABR unchanged)"),
+)
+"""Neighbouring rungs of the ladder (from, to, the one factor that changes)."""
+NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"})
+"""Video schemes whose ABR decides on Nuwa's estimate (the others on dash.js's own)."""
 
 
 # --------------------------------------------------------------------------- loading
@@ -75,7 +89,10 @@ class Run:
     @property
     def key(self) -> tuple[str, str, str, int]:
         r = self.rec
-        return (r["kind"], r["trace"]["name"], r["scheme"], int(r["queue_packets"]))
+        scheme = r["scheme"]
+        if r["kind"] == "play":
+            scheme = PLAY_ALIASES.get(scheme, scheme)
+        return (r["kind"], r["trace"]["name"], scheme, int(r["queue_packets"]))
 
 
 def load_bench(bench_dir: Path) -> tuple[dict[str, Any], list[Run]]:
@@ -132,6 +149,9 @@ METRICS: dict[str, Callable[[dict[str, Any]], Num]] = {
     "startup": lambda m: _get(m, "startup_s"),
     "err_nuwa": lambda m: _get(m, "estimate_error", "nuwa"),
     "err_dashjs": lambda m: _get(m, "estimate_error", "dashjs"),
+    "redl_mb": lambda m: (None if _get(m, "redownloaded_bytes") is None
+                          else float(m["redownloaded_bytes"]) / 1e6),
+    "abandoned": lambda m: _get(m, "abandoned_requests"),
 }
 
 
@@ -152,8 +172,23 @@ class Cells:
                 self.by[r.key].append(r)
 
     def get(self, kind: str, trace: str, scheme: str, queue: int, metric: str) -> Num:
+        return _mean(self.values(kind, trace, scheme, queue, metric))
+
+    def values(self, kind: str, trace: str, scheme: str, queue: int, metric: str) -> list[float]:
+        """The metric of every valid run of a cell (finite values only).
+
+        ``err_used``: the estimate error of the estimate the scheme's ABR decides on
+        (Nuwa's for NUWA_ESTIMATE_SCHEMES, dash.js's own otherwise).
+        """
         rs = self.by.get((kind, trace, scheme, queue), [])
-        return _mean(METRICS[metric](r.m) for r in rs)
+        if metric == "err_used":
+            metric = "err_nuwa" if scheme in NUWA_ESTIMATE_SCHEMES else "err_dashjs"
+        out = []
+        for r in rs:
+            x = METRICS[metric](r.m)
+            if x is not None and math.isfinite(x):
+                out.append(float(x))
+        return out
 
     def traces(self, kind: str) -> list[str]:
         return sorted({k[1] for k in self.by if k[0] == kind},
@@ -163,9 +198,163 @@ class Cells:
         return sorted({k[3] for k in self.by if k[0] == kind}, reverse=True)
 
     def schemes(self, kind: str) -> list[str]:
-        order = ["nuwa", "oracle", "cubic", "reno", "dashjs", "dashjs_nuwa_estimate", "observe"]
+        order = (list(LADDER) if kind == "play" else
+                 ["nuwa", "oracle", "cubic", "reno", "dashjs", "dashjs_nuwa_estimate", "observe"])
         got = {k[2] for k in self.by if k[0] == kind}
         return [s for s in order if s in got] + sorted(got - set(order))
+
+
+# --------------------------------------------------------------------------- repeated runs
+
+
+def video_family(family: str) -> str:
+    """3G / 4G / 5G from a trace family of e2e/src/bench.ts traceFamily."""
+    if family.startswith("LTE"):
+        return "4G"
+    if family.startswith("5G"):
+        return "5G"
+    return family
+
+
+@dataclass
+class Spread:
+    """Mean and range (min–max) of one cell's runs."""
+
+    mean: float
+    lo: float
+    hi: float
+    n: int
+
+
+def spread(xs: list[float]) -> Spread | None:
+    """Mean, min, max and count of ``xs`` (None when empty)."""
+    if not xs:
+        return None
+    return Spread(statistics.fmean(xs), min(xs), max(xs), len(xs))
+
+
+def fmt_spread(sp: Spread | None, d: int = 2, pct: bool = False) -> str:
+    """``mean (min–max, n runs)``; a single run is shown as ``value (1 run)``."""
+    if sp is None:
+        return "–"
+    if sp.n == 1:
+        return f"{fmt(sp.mean, d, pct)} (1 run)"
+    return f"{fmt(sp.mean, d, pct)} ({fmt(sp.lo, d, pct)}–{fmt(sp.hi, d, pct)}, {sp.n} runs)"
+
+
+@dataclass
+class Step:
+    """Change of a metric from scheme A to scheme B over one or more traces.
+
+    ``delta``: mean over traces of (mean of B's runs − mean of A's runs); ``lo``/``hi``: the
+    widest differences between any run of B and any run of A on the same trace, over the
+    traces (min over traces of min B − max A; max over traces of max B − min A). ``point``:
+    every trace had one run of each, so the range says nothing about run-to-run noise.
+    """
+
+    delta: float
+    lo: float
+    hi: float
+    traces: int
+    point: bool
+    single: bool = False
+    """Some trace had one run on one side: the range misses that side's run-to-run noise."""
+
+
+def step(pairs: list[tuple[list[float], list[float]]]) -> Step | None:
+    """``Step`` from (A's runs, B's runs) per trace; traces missing either side are skipped."""
+    ds, los, his = [], [], []
+    point = True
+    single = False
+    for a, b in pairs:
+        if not a or not b:
+            continue
+        ds.append(statistics.fmean(b) - statistics.fmean(a))
+        los.append(min(b) - max(a))
+        his.append(max(b) - min(a))
+        point = point and len(a) == 1 and len(b) == 1
+        single = single or len(a) == 1 or len(b) == 1
+    if not ds:
+        return None
+    return Step(statistics.fmean(ds), min(los), max(his), len(ds), point and len(ds) == 1,
+                single)
+
+
+def step_verdict(st: Step | None, higher_is_better: bool, d: int = 2, pct: bool = False) -> str:
+    """Words for a ``Step``: "no difference" when the range of run differences holds 0 (the
+    change is inside the runs' spread); "gain" or "cost" with Δ and its range when it excludes
+    0 and every cell had at least 2 runs; otherwise Δ with "spread unknown"."""
+    if st is None:
+        return "–"
+    sign = "+" if st.delta >= 0 else "−"
+    delta = f"Δ {sign}{fmt(abs(st.delta), d, pct)}"
+    if st.point:
+        return f"{delta} (1 run each: spread unknown)"
+    rng = f"{fmt(st.lo, d, pct)} … {fmt(st.hi, d, pct)}"
+    if st.lo <= 0 <= st.hi:
+        return f"no difference ({delta}, runs differ by {rng})"
+    if st.single:
+        return f"{delta} (runs differ by {rng}; a cell with 1 run: its spread unknown)"
+    better = (st.delta > 0) == higher_is_better
+    return f"{'gain' if better else 'cost'}: {delta} (runs differ by {rng})"
+
+
+LADDER_METRICS = (
+    ("qoe", "QoE/chunk", True, 3, False),
+    ("rebuf", "rebuffer ratio", False, 2, True),
+    ("err_used", "estimate error (of the estimate the ABR uses)", False, 0, True),
+    ("p95", "p95 queuing delay ms", False, 0, False),
+)
+"""(metric, label, higher is better, decimals, percent) of the ladder section."""
+
+
+def ladder_section(cells: Cells, q: int) -> list[str]:
+    """Markdown: the headline cells (Nuwa against dash.js's default) per trace with their
+    spread, and each ladder step's gain or cost per family (3G/4G/5G)."""
+    md: list[str] = []
+    traces = cells.traces("play")
+    have = set(cells.schemes("play"))
+    if {"nuwa", "dashjs"} <= have:
+        md += [f"### Nuwa against dash.js's default, {qname(q)}", "",
+               "Each cell: mean (min–max over runs, number of runs). A difference whose range "
+               "of run-to-run differences holds 0 is reported as no difference.", ""]
+        rows = []
+        for t in traces:
+            for m, label, hib, d, pct in LADDER_METRICS:
+                base = cells.values("play", t, "dashjs", q, m)
+                ours = cells.values("play", t, "nuwa", q, m)
+                if not base and not ours:
+                    continue
+                rows.append([t, label, fmt_spread(spread(ours), d, pct),
+                             fmt_spread(spread(base), d, pct),
+                             step_verdict(step([(base, ours)]), hib, d, pct)])
+        md += table(["trace", "metric", "nuwa", "dashjs (default)", "nuwa − dashjs"], rows)
+    steps = [(x, y, why) for x, y, why in LADDER_STEPS if x in have and y in have]
+    if steps:
+        fams = sorted({video_family(cells.family.get(t, "")) for t in traces})
+        md += [f"### The ladder, step by step, {qname(q)}", "",
+               "Each step changes one factor. Per family: Δ = mean over its traces of (mean of "
+               "the step's later scheme − mean of the earlier one); the range is the widest "
+               "difference between any run of one and any run of the other on the same trace. "
+               "\"gain\"/\"cost\" only when that range excludes 0 and every cell had at "
+               "least 2 runs (`--ladder-runs`, `--video-runs`); \"no difference\" when it holds "
+               "0. Estimate error is that of the estimate the scheme's ABR "
+               "uses (dash.js's own for dashjs and dashjs_grants, Nuwa's from "
+               "dashjs_nuwa_estimate on).", ""]
+        for x, y, why in steps:
+            rows = []
+            for f in fams:
+                ft = [t for t in traces if video_family(cells.family.get(t, "")) == f]
+                row = [f]
+                for m, _label, hib, d, pct in LADDER_METRICS:
+                    pairs = [(cells.values("play", t, x, q, m), cells.values("play", t, y, q, m))
+                             for t in ft]
+                    row.append(step_verdict(step(pairs), hib, d, pct))
+                if any(c != "–" for c in row[1:]):  # a family without both schemes is left out
+                    rows.append(row)
+            md += [f"**{x} → {y}**: {why}.", ""]
+            md += table(["family", *[x[1] for x in LADDER_METRICS]], rows)
+    return md
 
 
 # --------------------------------------------------------------------------- series
@@ -362,7 +551,7 @@ def compute_targets(cells: Cells, index: dict[str, Any], ratchet: list[Run]) -> 
                 continue
             wins += a >= b
             parts.append(f"{t} {a:.2f} vs {b:.2f} Mbit/s")
-        out.append(Target("Shallow queue: throughput ≥ cubic's on ≥ 3 of the 5 SIMULATION.md "
+        out.append(Target("Shallow queue: throughput ≥ cubic's on ≥ 3 of the 5 docs/DESIGN.md §3 "
                           "traces",
                           f"{wins}/{len(parts)}: " + "; ".join(parts)
                           + (f" ({5 - len(parts)} not measured)" if len(parts) < 5 else ""),
@@ -405,9 +594,17 @@ def compute_targets(cells: Cells, index: dict[str, Any], ratchet: list[Run]) -> 
                           _ratio_ok(men, med, lambda a, b: a <= 0.5 * b)))
         qn = _mean(cells.get("play", t, "nuwa", q, "qoe") for t in vt)
         qd = _mean(cells.get("play", t, "dashjs", q, "qoe") for t in vt)
-        out.append(Target("Video: mean QoE across traces ≥ 10% above dash.js default ABR",
-                          f"nuwa {fmt(qn, 3)} vs dashjs {fmt(qd, 3)}",
-                          _ratio_ok(qn, qd, lambda a, b: a >= b + 0.1 * abs(b))))
+        # A difference inside the runs' spread is no difference (issue 13): then not met.
+        qst = step([(cells.values("play", t, "dashjs", q, "qoe"),
+                     cells.values("play", t, "nuwa", q, "qoe")) for t in vt])
+        inside = qst is not None and qst.lo <= 0 <= qst.hi
+        qok = _ratio_ok(qn, qd, lambda a, b: a >= b + 0.1 * abs(b))
+        out.append(Target("Video: mean QoE across traces ≥ 10% above dash.js default ABR "
+                          "(and outside the runs' spread)",
+                          f"nuwa {fmt(qn, 3)} vs dashjs {fmt(qd, 3)}"
+                          + (f"; no difference: runs differ by {fmt(qst.lo, 3)} … "
+                             f"{fmt(qst.hi, 3)}" if qst is not None and inside else ""),
+                          False if inside and qok is not None else qok))
         rn = _mean(cells.get("play", t, "nuwa", q, "rebuf") for t in vt)
         rd = _mean(cells.get("play", t, "dashjs", q, "rebuf") for t in vt)
         out.append(Target("Video: rebuffer ratio no higher than dash.js default ABR's",
@@ -431,7 +628,8 @@ def _plt() -> Any:
 
 
 COLORS = {"nuwa": "C0", "oracle": "k", "cubic": "C3", "reno": "C1", "dashjs": "C3",
-          "dashjs_nuwa_estimate": "C2", "observe": "C4", "aimd": "C3"}
+          "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
+          "nuwa_cubic": "C4", "aimd": "C3"}
 
 
 def _log_ms_axis(ax: Any) -> None:
@@ -630,8 +828,8 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
         "",
         "End-to-end runs: aioquic server → trace-driven emulator (25 ms one-way each way, "
         "drop-tail queue) → headless Chromium; metrics from the emulator's log (truth) as "
-        "DESIGN.md defines them. Simulated results (in-process `@nuwa/cc` simulator, simulated "
-        "clock) are in their own sections and labelled SIMULATED.",
+        "docs/DESIGN.md defines them. Simulated results (in-process `@nuwa/cc` simulator, "
+        "simulated clock) are in their own sections and labelled SIMULATED.",
         "",
         "Controller settings of this run (`NuwaConfig`): "
         + ", ".join(f"{k}={v}" for k, v in cfg.items()
@@ -644,9 +842,12 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
         f"{index.get('options', {}).get('oracle_window_ms') or 2 * delay_ms:g} ms (base RTT "
         f"{2 * delay_ms:g} ms), reported to the server one uplink delay late; outstanding bytes "
         "are counted from the page's grants, as for nuwa); "
-        "video: `nuwa` (Nuwa ABR, Nuwa's estimate, grants), `dashjs` (dash.js default ABR and "
-        "estimate over cubic), `dashjs_nuwa_estimate` (dash.js ABR fed Nuwa's estimate, grants), "
-        "`observe` (cubic; Nuwa estimates and ABR, no grants).",
+        "video, the ladder (each one factor from its neighbour): `dashjs` (dash.js 5.2.1 as "
+        "shipped, every setting untouched, only its loader over the session, server cubic), "
+        "`dashjs_grants` (the same over Nuwa's grants), `dashjs_nuwa_estimate` (dash.js's rules "
+        "fed Nuwa's estimate, grants), `nuwa` (Nuwa ABR, grants), `nuwa_cubic` (Nuwa ABR on "
+        "Nuwa's estimate, server cubic, no grants; old name `observe`; `cubic` is the old name "
+        "of `dashjs`).",
         "",
     ]
     series: dict[str, dict[str, Any]] = {}
@@ -727,23 +928,26 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
     # video
     for q in cells.queues("play"):
         md += [f"## Video, {qname(q)}", "",
-               "QoE per chunk (Pensieve linear), mean bitrate (kbit/s), rebuffer ratio, switches, "
-               "startup (s), estimate error median (Nuwa's, dash.js's), p95 queuing delay (ms).",
+               "QoE per played chunk (Pensieve linear; mean, min–max and number of runs), mean "
+               "bitrate (kbit/s), rebuffer ratio, switches, startup (s), estimate error median "
+               "(Nuwa's and dash.js's, read at the same instants of the same run), p95 queuing "
+               "delay (ms), bytes re-downloaded (MB) and requests abandoned; means over runs.",
                ""]
         rows = []
         for t in cells.traces("play"):
             for s in cells.schemes("play"):
                 gv = {m: cells.get("play", t, s, q, m) for m in
-                     ("qoe", "bitrate", "rebuf", "switches", "startup", "err_nuwa",
-                      "err_dashjs", "p95")}
+                      ("qoe", "bitrate", "rebuf", "switches", "startup", "err_nuwa",
+                       "err_dashjs", "p95", "redl_mb", "abandoned")}
                 if all(v is None for v in gv.values()):
                     continue
-                rows.append([t, s, fmt(gv["qoe"], 3), fmt(gv["bitrate"]),
-                             fmt(gv["rebuf"], 2, pct=True), fmt(gv["switches"]),
-                             fmt(gv["startup"], 2), fmt(gv["err_nuwa"], 0, pct=True),
-                             fmt(gv["err_dashjs"], 0, pct=True), fmt(gv["p95"])])
+                rows.append([t, s, fmt_spread(spread(cells.values("play", t, s, q, "qoe")), 3),
+                             fmt(gv["bitrate"]), fmt(gv["rebuf"], 2, pct=True),
+                             fmt(gv["switches"]), fmt(gv["startup"], 2),
+                             fmt(gv["err_nuwa"], 0, pct=True), fmt(gv["err_dashjs"], 0, pct=True),
+                             fmt(gv["p95"]), fmt(gv["redl_mb"], 2), fmt(gv["abandoned"])])
         md += table(["trace", "scheme", "QoE", "kbit/s", "rebuffer", "switches", "startup",
-                     "err Nuwa", "err dash.js", "Qd p95"], rows)
+                     "err Nuwa", "err dash.js", "Qd p95", "re-dl MB", "abandoned"], rows)
         mean_rows = []
         for s in cells.schemes("play"):
             mean_rows.append([s] + [fmt(_mean(cells.get("play", t, s, q, m)
@@ -753,6 +957,7 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
                                                     ("err_dashjs", 0, True))])
         md += ["Means across traces:", ""]
         md += table(["scheme", "QoE", "rebuffer", "err Nuwa", "err dash.js"], mean_rows)
+        md += ladder_section(cells, q)
     # simulator
     sim = index.get("sim") or []
     if sim:
@@ -762,7 +967,7 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
                "with Cubic's β = 0.7). `aimd` is that ceiling alone: a simulated loss-based "
                "sender standing in for cubic, not Cubic's curve. mmWave/NSA traces are here "
                "only: above ~60 Mbit/s the end-to-end path measures this machine's CPU "
-               "(NOTES.md).", ""]
+               "(docs/DESIGN.md §8).", ""]
         by_q: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for s in sim:
             by_q[int(s["queue_packets"])].append(s)

@@ -1,5 +1,5 @@
 """Metrics of one end-to-end bulk run, from the logs of the emulator (truth), the
-server and the page (DESIGN.md "How it is measured").
+server and the page (docs/DESIGN.md §6 "How it is measured").
 
 - utilization: delivered bytes ÷ trace capacity bytes over the download's active
   period after a warm-up (``utilization`` of the emulator log over that

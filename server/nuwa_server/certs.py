@@ -2,7 +2,7 @@
 
 Chromium accepts a self-signed certificate by hash only if it is ECDSA
 P-256 and valid for at most 14 days (W3C WebTransport §"Custom certificate
-requirements"; checked here, see NOTES.md "Chromium and WebTransport"). We
+requirements"; checked here, see docs/DESIGN.md §8 "Chromium and WebTransport"). We
 make one valid for 10 days with SANs localhost, 127.0.0.1 and ::1, keep it in
 the state directory, and make a new one when it is missing, unreadable, not
 of that shape, or within 2 days of expiry. Its hash is SHA-256 of the DER

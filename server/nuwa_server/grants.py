@@ -2,10 +2,10 @@
 
 The receiver grants the server a window of application bytes it may have
 outstanding (written but not yet reported received); the server writes a
-frame only while ``outstanding + frame ≤ min(window, ceiling)`` (DESIGN.md
+frame only while ``outstanding + frame ≤ min(window, ceiling)`` (docs/DESIGN.md
 step 5, PROTOCOL.md "Grants"). This module holds that state, decides which
 grants to accept, and answers "may I write this frame now?"; it never reads
-a clock and never does I/O (STYLE.md habit 1).
+a clock and never does I/O (docs/DESIGN.md §10 habit 1).
 
 Words: ``bytes_written`` = frame bytes (headers + payloads) handed to QUIC on
 this session; ``cum_received_bytes`` = what the newest accepted grant says

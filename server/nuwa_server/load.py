@@ -246,7 +246,7 @@ class LoadReceiver(QuicConnectionProtocol):
         self.session_id = sid
 
     def request(self, body: dict[str, Any], meta: dict[str, Any]) -> int:
-        """Open a bidi stream with a request, registered as WebTransport (NOTES.md)."""
+        """Open a bidi stream with a request, registered as WebTransport (docs/DESIGN.md §8)."""
         assert self.session_id is not None
         sid = self.h3.create_webtransport_stream(self.session_id)
         with self.h3._get_or_create_stream(sid) as st:

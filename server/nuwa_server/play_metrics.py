@@ -1,12 +1,22 @@
 """Metrics and report of one playback run (issue 4), from the emulator's log
 (truth: capacity and queuing delay) and the page's log (dash.js events, Nuwa's
-and dash.js's estimates). DESIGN.md "How it is measured":
+and dash.js's estimates). docs/DESIGN.md §6 "How it is measured":
 
 - estimate error: |estimate − capacity| ÷ capacity in 1 s bins while
   downloading (a bin counts when the player had a request in flight for at
-  least 75% of its samples); median over bins, for Nuwa's and dash.js's own;
-- QoE per chunk (Pensieve's linear QoE): bitrate (Mbit/s) − 4.3 × rebuffer (s)
-  − |Δ bitrate| (Mbit/s), averaged over the video chunks downloaded;
+  least 75% of its samples); median over bins, for Nuwa's and dash.js's own.
+  Both come from the same run: the page reads the two estimates at the same
+  instants (every 250 ms), and only samples where both exist are scored, so
+  both medians are over the same bins against the same capacity;
+- QoE per chunk (Pensieve's linear QoE, Mao et al. SIGCOMM 2017 §5.1, QoE_lin):
+  Σ bitrate (Mbit/s) − 4.3 × rebuffer (s) − Σ |Δ bitrate| (Mbit/s), divided by
+  the number of video chunks played: one per media position (segment index)
+  that playback reached, with the quality of the last download of that
+  position (the one appended last, which is what played; dash.js's fast
+  switching replaces only segments ahead of the playhead). Re-downloads and
+  abandoned requests are not chunks; their bytes are reported beside the QoE
+  (``redownloaded_bytes``: downloads of a position superseded by a later one;
+  ``abandoned_requests`` / ``abandoned_bytes``: requests dash.js cut off);
 - queuing delay p50/p95 per packet at the emulator; utilization = delivered ÷
   capacity bytes over the downloading bins.
 
@@ -23,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -57,24 +68,105 @@ def browser_to_log_offset_ms(page: dict[str, Any], t0_ms: int, delay_ms: float) 
     return statistics.median(diffs)
 
 
+def played_chunks(page: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The video chunks played, one per media position, and the waste around them.
+
+    ``page["chunks"]``: completed video segment downloads in completion order, each
+    ``{t_us, bitrate_kbps, index, start_s?, bytes?}`` (a position downloaded again
+    appears again). A position counts as played when playback reached it
+    (``start_s`` < the furthest media time sampled; without ``start_s`` it counts);
+    it carries the last download of that position. Returns (played chunks in media
+    order, ``{"chunks_downloaded", "redownloaded_chunks", "redownloaded_bytes",
+    "abandoned_requests", "abandoned_bytes"}``).
+    """
+    chunks = page.get("chunks") or []
+    played_to_s = max((float(s["media_s"]) for s in page.get("samples") or []), default=None)
+    last: dict[int, dict[str, Any]] = {}
+    redl_chunks = 0
+    redl_bytes = 0
+    for c in chunks:
+        i = int(c["index"])
+        if i in last:
+            redl_chunks += 1
+            redl_bytes += int(last[i].get("bytes") or 0)  # the superseded download was wasted
+        last[i] = c
+    played = [
+        c for i, c in sorted(last.items())
+        if played_to_s is None or c.get("start_s") is None or float(c["start_s"]) < played_to_s
+    ]
+    abandoned = page.get("abandoned") or []
+    return played, {
+        "chunks_downloaded": len(chunks),
+        "redownloaded_chunks": redl_chunks,
+        "redownloaded_bytes": redl_bytes,
+        "abandoned_requests": len(abandoned),
+        "abandoned_bytes": sum(int(a.get("bytes") or 0) for a in abandoned),
+    }
+
+
 def qoe(page: dict[str, Any]) -> dict[str, Any]:
-    """Bitrate, switches, rebuffering and Pensieve's QoE per chunk from the page log."""
-    chunks = page["chunks"]
-    rates = [c["bitrate_kbps"] / 1000.0 for c in chunks]
+    """Bitrate, switches, rebuffering and Pensieve's QoE per played chunk from the page log.
+
+    Pensieve's QoE_lin (Mao et al., SIGCOMM 2017, §5.1): per chunk n, q(R_n) − μ·T_n −
+    |q(R_{n+1}) − q(R_n)| with q(R) = R in Mbit/s and μ = 4.3 per second of rebuffering,
+    summed and divided by the number of chunks, here the chunks played (``played_chunks``).
+    Rebuffering is every stall after startup (PLAYBACK_WAITING to PLAYBACK_PLAYING, an open
+    one until the last sample). Returns ``chunks`` (played), ``bitrate_kbps_mean``,
+    ``rebuffer_s``, ``rebuffer_count``, ``switches``, ``qoe_per_chunk`` (None without
+    chunks) and the waste of ``played_chunks``.
+    """
+    played, waste = played_chunks(page)
+    rates = [c["bitrate_kbps"] / 1000.0 for c in played]
     stalls = page["stalls"]
     end_us = page["samples"][-1]["t_us"] if page["samples"] else 0
     rebuffer_s = sum(((s["end_us"] or end_us) - s["start_us"]) / 1e6 for s in stalls)
     switches = sum(1 for a, b in zip(rates, rates[1:], strict=False) if a != b)
     smooth = sum(abs(b - a) for a, b in zip(rates, rates[1:], strict=False))
-    n = max(1, len(rates))
+    n = len(rates)
     return {
-        "chunks": len(rates),
-        "bitrate_kbps_mean": 1000.0 * sum(rates) / n if rates else None,
+        "chunks": n,
+        "bitrate_kbps_mean": 1000.0 * sum(rates) / n if n else None,
         "rebuffer_s": rebuffer_s,
         "rebuffer_count": len(stalls),
         "switches": switches,
-        "qoe_per_chunk": (sum(rates) - REBUFFER_PENALTY * rebuffer_s - smooth) / n,
+        "qoe_per_chunk": (sum(rates) - REBUFFER_PENALTY * rebuffer_s - smooth) / n if n else None,
+        **waste,
     }
+
+
+def _finite_pos(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x) and x > 0
+
+
+def estimate_error(
+    bins: list[tuple[list[dict[str, Any]], float, bool]],
+) -> tuple[dict[str, Any], list[tuple[float | None, float | None]]]:
+    """Median relative error of Nuwa's and dash.js's estimates over the same bins.
+
+    ``bins``: per 1 s bin, (the page's samples in it, capacity in bit/s, whether the
+    player was downloading). Only samples holding both estimates (``nuwa_bps`` and
+    ``dashjs_bps`` finite and > 0, read at the same instant) count; a bin is scored
+    when it was downloading, had capacity and holds such a sample; there each
+    estimate's mean over those samples is compared with the capacity:
+    |estimate − capacity| ÷ capacity. Returns ({"nuwa", "dashjs" (medians, None
+    without bins), "bins"}, per-bin (nuwa_bps, dashjs_bps) means or None).
+    """
+    err_nuwa: list[float] = []
+    err_dash: list[float] = []
+    means: list[tuple[float | None, float | None]] = []
+    for ss, cap_bps, downloading in bins:
+        both = [s for s in ss
+                if _finite_pos(s.get("nuwa_bps")) and _finite_pos(s.get("dashjs_bps"))]
+        if not both:
+            means.append((None, None))
+            continue
+        n_bps = statistics.fmean(float(s["nuwa_bps"]) for s in both)
+        d_bps = statistics.fmean(float(s["dashjs_bps"]) for s in both)
+        means.append((n_bps, d_bps))
+        if downloading and cap_bps > 0:
+            err_nuwa.append(abs(n_bps - cap_bps) / cap_bps)
+            err_dash.append(abs(d_bps - cap_bps) / cap_bps)
+    return {"nuwa": _pct(err_nuwa, 50), "dashjs": _pct(err_dash, 50), "bins": len(err_nuwa)}, means
 
 
 def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> dict[str, Any]:
@@ -105,34 +197,28 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
         b = int((s["t_us"] / 1000.0 - off - start_ms) // 1000)
         if 0 <= b < nbins:
             per_bin[b].append(s)
-    err_nuwa: list[float] = []
-    err_dash: list[float] = []
     dl_cap = dl_del = 0
     series = []
+    scored: list[tuple[list[dict[str, Any]], float, bool]] = []
     for b in range(nbins):
         ss = per_bin[b]
         cap_bps = cap[b] * 8.0
         downloading = bool(ss) and sum(1 for s in ss if s["downloading"]) >= 0.75 * len(ss)
-        nuwa_vals = [s["nuwa_bps"] for s in ss if s["nuwa_bps"] is not None]
-        nuwa_bps = statistics.mean(nuwa_vals) if nuwa_vals else None
-        dash_vals = [s["dashjs_bps"] for s in ss if s["dashjs_bps"] is not None]
-        dash_bps = statistics.mean(dash_vals) if dash_vals else None
-        series.append(
-            {
-                "t_s": b,
-                "capacity_bps": cap_bps,
-                "nuwa_bps": nuwa_bps,
-                "dashjs_bps": dash_bps,
-                "downloading": downloading,
-            }
-        )
+        scored.append((ss, cap_bps, downloading))
         if downloading and cap_bps > 0:
             dl_cap += cap[b]
             dl_del += delivered[b]
-            if nuwa_bps:
-                err_nuwa.append(abs(nuwa_bps - cap_bps) / cap_bps)
-            if dash_bps:
-                err_dash.append(abs(dash_bps - cap_bps) / cap_bps)
+    est_err, est_means = estimate_error(scored)
+    for b in range(nbins):
+        series.append(
+            {
+                "t_s": b,
+                "capacity_bps": scored[b][1],
+                "nuwa_bps": est_means[b][0],
+                "dashjs_bps": est_means[b][1],
+                "downloading": scored[b][2],
+            }
+        )
     qd = [float(r.delay_ms) for r in recs if start_ms <= r.departure_ms < end_ms]
     q = qoe(page)
     # grants obeyed: recomputed from the server's logs (bulk_metrics.grant_violations)
@@ -147,19 +233,21 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
         "rebuffer_count": q["rebuffer_count"],
         "switches": q["switches"],
         "startup_s": page.get("startup_s"),
+        "dashjs_settings": page.get("dashjs_settings"),
         "qoe_per_chunk": q["qoe_per_chunk"],
         "chunks": q["chunks"],
+        "chunks_downloaded": q["chunks_downloaded"],
+        "redownloaded_chunks": q["redownloaded_chunks"],
+        "redownloaded_bytes": q["redownloaded_bytes"],
+        "abandoned_requests": q["abandoned_requests"],
+        "abandoned_bytes": q["abandoned_bytes"],
         "queuing_delay_ms": {
             "p50": _pct(qd, 50),
             "p95": _pct(qd, 95),
             "mean": statistics.mean(qd) if qd else None,
         },
         "utilization": dl_del / dl_cap if dl_cap else None,
-        "estimate_error": {
-            "nuwa": _pct(err_nuwa, 50),
-            "dashjs": _pct(err_dash, 50),
-            "bins": len(err_nuwa),
-        },
+        "estimate_error": est_err,
         "grant_violations": gv["violations"],
         "grant_check": gv,
         "series": series,
@@ -199,7 +287,7 @@ def write_report(
     ax[0].legend(loc="upper right")
     ax[0].set_title(
         f"{summary['scheme']} on {Path(summary['trace']).name}: "
-        f"QoE/chunk {summary['qoe_per_chunk']:.2f}"
+        f"QoE/chunk {summary['qoe_per_chunk'] or float('nan'):.2f}"
     )
     ax[1].plot(ts, [v(x["qd_ms"]) for x in s], label="queuing delay (controller)")
     ax[1].axhline(td_ms, color="r", linestyle="--", label="Td")

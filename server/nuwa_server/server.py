@@ -55,7 +55,7 @@ HTTP datagrams (RFC 9297) and so for grants."""
 
 SOCKET_BUFFER_BYTES = 4 << 20
 """UDP socket buffers asked for (the kernel may cap them at net.core.*mem_max);
-small ones drop loopback packets as RcvbufErrors (NOTES.md)."""
+small ones drop loopback packets as RcvbufErrors (docs/DESIGN.md §8)."""
 
 
 @dataclass

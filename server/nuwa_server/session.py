@@ -1,10 +1,10 @@
 """WebTransport sessions over aioquic: requests in, stamped frames out, grants obeyed.
 
-The adapter layer (STYLE.md habit 1): it owns the clock, the QUIC connection
+The adapter layer (docs/DESIGN.md §10 habit 1): it owns the clock, the QUIC connection
 and the log files; the decisions live in :mod:`.protocol`, :mod:`.grants`
 and :mod:`.content`.
 
-Sending discipline (DESIGN.md step 3, PROTOCOL.md "Responses"): a frame is
+Sending discipline (docs/DESIGN.md §2 step 3, PROTOCOL.md "Responses"): a frame is
 handed to QUIC only when it can leave at once, so its ``send_time_us`` is its
 departure time:
 
@@ -18,7 +18,7 @@ departure time:
 
 ACK-only packets raise no QUIC event, so the sender is pumped from
 ``transmit()``, which aioquic calls after every received datagram and
-every timer (NOTES.md "aioquic"). Streams of a session are served round
+every timer (docs/DESIGN.md §8 "aioquic"). Streams of a session are served round
 robin, one frame at a time.
 
 WebTransport (draft-ietf-webtrans-http3-02, as Chromium speaks it): extended
@@ -141,7 +141,7 @@ def now_us() -> int:
 
 @dataclass(frozen=True, slots=True)
 class SessionConfig:
-    """Effective per-server config, logged once per session (STYLE.md habit 7).
+    """Effective per-server config, logged once per session (docs/DESIGN.md §10 habit 7).
 
     Attributes:
         cc: ``nuwa`` (QUIC cc cubic as the ceiling, grants obeyed), ``cubic`` or

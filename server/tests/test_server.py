@@ -110,7 +110,7 @@ class WtClient(QuicConnectionProtocol):
         assert self.session_id is not None
         sid = self.h3.create_webtransport_stream(self.session_id)
         # Register the stream as a WebTransport stream in the H3 layer, or the
-        # client parses the response as HTTP/3 frames (NOTES.md "aioquic").
+        # client parses the response as HTTP/3 frames (docs/DESIGN.md §8 "aioquic").
         with self.h3._get_or_create_stream(sid) as st:
             st.frame_type = H3FrameType.WEBTRANSPORT_STREAM
             st.session_id = self.session_id

@@ -44,7 +44,7 @@ export interface NuwaConfig {
   rate_cap: boolean;
   /** Window validation: when Qd ≤ Td the window grows to at most this × (max delivery rate × (min RTT + Qd)); Infinity disables (RFC 7661). */
   window_validation_factor: number;
-  /** Window of the delivery-rate max filter, ms (SIMULATION.md: 200–500 ms). */
+  /** Window of the delivery-rate max filter, ms (docs/DESIGN.md §3: 200–500 ms). */
   rate_filter_ms: number;
   /** Queuing delay at or below which the queue counts as drained, ms. */
   drain_threshold_ms: number;

@@ -111,6 +111,19 @@ describe("NuwaController API", () => {
     expect(c.config.aggressiveness_mss).toBe(9);
   });
 
+  it("refuses the knob the step in force does not read (k under the multiplicative step, g under the additive)", () => {
+    const mult = new NuwaController(); // default step: multiplicative
+    expect(() => mult.setParams({ aggressiveness_mss: 4 })).toThrow(/has no effect under step "multiplicative"/);
+    expect(() => mult.setParams({ target_delay_ms: 40, aggressiveness_mss: 4 })).toThrow(RangeError);
+    expect(mult.config.target_delay_ms).toBe(25); // nothing of a refused call applies
+    mult.setParams({ multiplicative_gain: 0.5, target_delay_ms: 40 });
+    expect(mult.config.multiplicative_gain).toBe(0.5);
+    const add = new NuwaController({ step: "additive" });
+    add.setParams({ aggressiveness_mss: 4 });
+    expect(add.config.aggressiveness_mss).toBe(4);
+    expect(() => add.setParams({ multiplicative_gain: 0.5 })).toThrow(/has no effect under step "additive"/);
+  });
+
   it("grows in start-up by one MSS per MSS received and leaves it when queuing appears", () => {
     const c = new NuwaController({ target_delay_ms: 20, initial_window_bytes: 12_000 });
     let t = 0;

@@ -5,7 +5,7 @@
  * needs (send times on the sender's clock, receive times on the receiver's),
  * so the same code runs in Node, in the browser and under a simulated clock.
  *
- * Pipeline per received frame (DESIGN.md, data path step 4):
+ * Pipeline per received frame (docs/DESIGN.md §2, step 4):
  *   (send_time_us, recv_time_us, size_bytes)
  *     → OneWayDelaySampler  (nuwa-icpads Eq. 1, sign corrected)
  *     → QueuingDelayKalman  (nuwa-rl-journal Eq. 2–4)      [reported; drives only if qd_source = "kalman"]
@@ -96,10 +96,20 @@ export class NuwaController {
   }
 
   /**
-   * Change Td, ρ or k while running (application presets, the RL tuner).
-   * @throws RangeError if the result is invalid; the old values stay in force.
+   * Change Td, ρ, k or g while running (application presets, the RL tuner).
+   * k (`aggressiveness_mss`) acts only in the additive step (Eq. 3/6); g
+   * (`multiplicative_gain`) only in the multiplicative one. Setting the knob the
+   * step in force does not read is refused rather than silently ignored.
+   * @throws RangeError if the result is invalid, or on k under the multiplicative step or g
+   *   under the additive step; the old values stay in force.
    */
   setParams(p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain">>): void {
+    if (p.aggressiveness_mss !== undefined && this.config.step !== "additive") {
+      throw new RangeError(`NuwaController.setParams: aggressiveness_mss (k) has no effect under step "${this.config.step}" (the window moves by θ·(g·w + a) per RTT); set multiplicative_gain, or construct the controller with step "additive" (as RL_CC does) to tune k`);
+    }
+    if (p.multiplicative_gain !== undefined && this.config.step !== "multiplicative") {
+      throw new RangeError(`NuwaController.setParams: multiplicative_gain (g) has no effect under step "${this.config.step}" (w ← w + θ·k/w per packet, Eq. 3); set aggressiveness_mss instead`);
+    }
     const next = resolveConfig({ ...this.config, ...p });
     Object.assign(this.config, next);
   }
@@ -180,7 +190,7 @@ export class NuwaController {
           // + θ·a MSS per RTT on increase only: a window-independent increase against a proportional
           // decrease converges flows sharing a queue to equal windows (Chiu & Jain 1989, AIMD).
           const additive_pkts = theta > 0 ? (packets * theta * c.additive_increase_mss) / w_pkts : 0;
-          w_pkts += packets * theta * c.multiplicative_gain + additive_pkts; // ×(1 + θ·g) per RTT (SIMULATION.md)
+          w_pkts += packets * theta * c.multiplicative_gain + additive_pkts; // ×(1 + θ·g) per RTT (docs/DESIGN.md §3)
         }
         this.reason = `avoidance: Qd ${qd_ms.toFixed(1)} ms, Td ${c.target_delay_ms} ms, θ ${theta.toFixed(3)}`;
         if (qd_ms > c.target_delay_ms) w_pkts = this.applyRateCap(w_pkts, recv_time_us, false);
@@ -201,7 +211,7 @@ export class NuwaController {
     if (!c.rate_cap && !always) return w_pkts;
     const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
     if (!(rate_bps > 0)) return w_pkts;
-    // window ≤ delivery rate × (min RTT + Td)  (SIMULATION.md, "delivery-rate cap")
+    // window ≤ delivery rate × (min RTT + Td)  (docs/DESIGN.md §3, "delivery-rate cap")
     const cap_pkts = (rate_bps / 8) * ((this.minRttUs + c.target_delay_ms * 1000) / 1e6) / c.mss_bytes;
     if (cap_pkts < w_pkts) {
       this.reason += `; rate cap ${(rate_bps / 1e6).toFixed(2)} Mbit/s × (minRTT + Td)`;

@@ -1,7 +1,25 @@
 import { describe, expect, it } from "vitest";
-import { QueuingDelayKalman } from "./kalman.js";
+import { KALMAN_INITIAL_COVARIANCE, KALMAN_PROCESS_NOISE, QueuingDelayKalman } from "./kalman.js";
 
 describe("QueuingDelayKalman (journal Eq. 2–4)", () => {
+  it("runs the documented Q, P0 and R: one step by hand (predict P + Q, gain P/(P + R), update)", () => {
+    expect(KALMAN_PROCESS_NOISE).toEqual([1e-13, 1e-1]);
+    expect(KALMAN_INITIAL_COVARIANCE).toEqual([1e-8, 1]);
+    const k = new QueuingDelayKalman();
+    expect(k.covariance).toEqual([1e-8, 0, 1]);
+    // ΔM = 0: H = [0, 1], only Qd is observed. Residual 10 ms, clipped at 3σ = 6 ms → R = 0.99·4 + 0.01·36.
+    const p11 = KALMAN_INITIAL_COVARIANCE[1] + KALMAN_PROCESS_NOISE[1];
+    const r = 0.99 * 4 + 0.01 * 36;
+    const gain = p11 / (p11 + r);
+    expect(k.update(10, 0)).toBeCloseTo(gain * 10, 12);
+    const [p00, p01, p11_after] = k.covariance;
+    expect(p00).toBeCloseTo(KALMAN_INITIAL_COVARIANCE[0] + KALMAN_PROCESS_NOISE[0], 20);
+    expect(p01).toBe(0);
+    expect(p11_after).toBeCloseTo(p11 - gain * p11, 12);
+    k.reset(0);
+    expect(k.covariance).toEqual([1e-8, 0, 1]);
+  });
+
   it("converges to a constant queuing delay and filters zero-mean noise", () => {
     const k = new QueuingDelayKalman();
     let seed = 7;

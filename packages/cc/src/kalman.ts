@@ -9,26 +9,39 @@
  *
  * ΔM is the size difference (bytes) between the current frame and the
  * minimum-delay frame, so 1/C is in ms per byte. With equal-sized frames ΔM ≈ 0
- * and 1/C is not observable (SIMULATION.md): the capacity it yields is reported
+ * and 1/C is not observable (docs/DESIGN.md §3): the capacity it yields is reported
  * with that caveat, never trusted for the window by default.
  *
- * Units inside: ms for delay, bytes for ΔM. Process noise Q and the initial
- * covariance follow GCC's overuse_estimator (Q = diag(1e-13, 1e-3)); the
- * measurement noise variance is an exponential average (weight 0.01) of the squared
- * residual clipped at 3σ (GCC §5.3), bounded to [0.25, 25] ms².
+ * Units inside: ms for delay, bytes for ΔM. Process noise Q = diag(1e-13, 1e-1)
+ * (KALMAN_PROCESS_NOISE) and initial covariance P0 = diag(1e-8, 1)
+ * (KALMAN_INITIAL_COVARIANCE). Q's 1/C term is GCC's overuse_estimator value
+ * (1e-13); its Qd term is 100× GCC's 1e-3 ms², so the filter follows a queue that
+ * changes within one RTT (our Qd moves with the window; GCC's offset drifts slowly).
+ * P0 is not GCC's (diag(100, 1e-1)): 1/C is in ms per byte here (about 1e-3 at
+ * 10 Mbit/s), so its prior variance is 1e-8 (±1e-4 ms/byte), and Qd starts at 1 ms²
+ * of doubt. The measurement noise variance R is an exponential average (weight
+ * 0.01) of the squared residual clipped at 3σ (GCC §5.3), bounded to [0.25, 25] ms²,
+ * starting at 4 ms².
  */
+/** Process noise Q = diag(q_1/C in (ms/byte)², q_Qd in ms²), added to P at every predict step (Eq. 3). */
+export const KALMAN_PROCESS_NOISE: readonly [number, number] = [1e-13, 1e-1];
+/** Initial (and post-reset) covariance P0 = diag((ms/byte)², ms²). */
+export const KALMAN_INITIAL_COVARIANCE: readonly [number, number] = [1e-8, 1];
+/** Initial (and post-reset) measurement noise variance R, ms². */
+const INITIAL_NOISE_VAR_MS2 = 4;
+
 export class QueuingDelayKalman {
   /** η[0] = 1/C in ms per byte (Eq. 2 state). */
   private inv_capacity_ms_per_byte = 8 / 10e6 * 1000; // 10 Mbit/s prior
   /** η[1] = Qd in ms. */
   private qd_ms = 0;
   // Covariance P (symmetric 2×2).
-  private p00 = 1e-8;
+  private p00 = KALMAN_INITIAL_COVARIANCE[0];
   private p01 = 0;
-  private p11 = 1;
-  private noise_var_ms2 = 4; // σ² prior, ms²
-  private readonly q00 = 1e-13;
-  private readonly q11 = 1e-1;
+  private p11 = KALMAN_INITIAL_COVARIANCE[1];
+  private noise_var_ms2 = INITIAL_NOISE_VAR_MS2; // R prior, ms²
+  private readonly q00 = KALMAN_PROCESS_NOISE[0];
+  private readonly q11 = KALMAN_PROCESS_NOISE[1];
 
   /**
    * One filter step.
@@ -73,10 +86,15 @@ export class QueuingDelayKalman {
   /** Forget confidence after an outage so the filter follows new data at once (it must not stay stuck). */
   reset(measured_qd_ms = 0): void {
     this.qd_ms = Math.max(0, measured_qd_ms);
-    this.p00 = 1e-8;
+    this.p00 = KALMAN_INITIAL_COVARIANCE[0];
     this.p01 = 0;
-    this.p11 = 1;
-    this.noise_var_ms2 = 4;
+    this.p11 = KALMAN_INITIAL_COVARIANCE[1];
+    this.noise_var_ms2 = INITIAL_NOISE_VAR_MS2;
+  }
+
+  /** The covariance P as [P00, P01, P11] ((ms/byte)², ms²/byte, ms²), for tests and logs. */
+  get covariance(): readonly [number, number, number] {
+    return [this.p00, this.p01, this.p11];
   }
 
   /** Filtered queuing delay, ms. */

@@ -10,7 +10,7 @@
  * The base (minimum) one-way delay is kept until the queue has been seen
  * drained, never simply expired: a window whose minima expire while the
  * controller holds a standing queue of about Td turns that queue into the new
- * "zero" and ratchets the baseline up by about Td per expiry (SIMULATION.md).
+ * "zero" and ratchets the baseline up by about Td per expiry (docs/DESIGN.md §3).
  * Clock drift and route changes that raise the true base are followed by drain
  * probes (as BBR's ProbeRTT, draft-cardwell-iccrg-bbr-congestion-control §4.3.4):
  * if no sample near the base has been seen for `base_refresh_interval`, the

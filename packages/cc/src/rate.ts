@@ -1,7 +1,7 @@
 /**
  * Delivery-rate estimator at the receiver: bytes received per unit of receiver
  * time, in fixed bins, with a sliding mean and a sliding max filter
- * (the max filter is what SIMULATION.md found necessary on bursty LTE; BBR's
+ * (the max filter is what docs/DESIGN.md §3 found necessary on bursty LTE; BBR's
  * BtlBw max filter plays the same role, draft-cardwell-iccrg-bbr §4.5.2).
  * Pure: every call takes the receiver time.
  */
@@ -58,7 +58,7 @@ export class DeliveryRateEstimator {
 
   /**
    * Max over the last `window_us` of the mean rate over `sub_us`-long spans, bits per second.
-   * This is the "delivery rate, max-filtered over 200–500 ms" of SIMULATION.md.
+   * This is the "delivery rate, max-filtered over 200–500 ms" of docs/DESIGN.md §3.
    */
   maxRateBps(now_us: number, window_us: number, sub_us: number): number {
     this.advance(now_us);

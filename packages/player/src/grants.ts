@@ -1,5 +1,5 @@
 /**
- * When to send a grant (DESIGN.md step 5): grants are state, latest wins, so
+ * When to send a grant (docs/DESIGN.md §2 step 5): grants are state, latest wins, so
  * they are cheap to repeat. Send one when enough new bytes arrived that the
  * sender would otherwise wait (every `every_frames` frames), when the window
  * moved by more than `window_change_fraction`, and at least every

@@ -8,7 +8,7 @@ propagation delay), and sends it to the server's oracle port one uplink delay
 later, at t + ``uplink_delay_ms``. That is the best any receiver could know
 causally: it sees the opportunities of (t − RTT, t] at the bottleneck's exit
 by t, and its report reaches the server one one-way delay later
-(SIMULATION.md, "causal oracle"). The server sets its window to that many
+(docs/DESIGN.md §3, "causal oracle"). The server sets its window to that many
 bytes, i.e. capacity × base RTT.
 
 Pure parts only (no sockets, no clock): :class:`CapacityCounter` and the

@@ -1,18 +1,20 @@
 /**
- * The benchmark's simulator (issue 5): `simulateBulk`'s model (1 ms steps,
+ * The benchmark's simulator (issue 5): `simulateBulk`'s link model (1 ms steps,
  * Mahimahi drop-tail bottleneck, a propagation delay each way, the real
- * NuwaController at the receiver granting every `grant_interval_ms`) with the
- * two things a server on a real path does that `simulateBulk` leaves out, and
- * that decide the result once the queue is shorter than a window:
+ * NuwaController at the receiver granting every `grant_interval_ms`) with two
+ * things a server on a real path does that `simulateBulk` leaves out, and its
+ * own model of loss:
  *
- * 1. Loss recovery: a packet the queue drops stops counting as outstanding
- *    when the sender learns of it, one one-way delay after the drop (the
- *    receiver sees the gap at once, since the queue sits at its end; QUIC
- *    declares it lost and resends, RFC 9002 §6). Without this, every drop
- *    inflates "outstanding" for ever and the window stalls.
+ * 1. Loss: a packet the queue drops stops counting as outstanding when the
+ *    sender learns of it, one one-way delay after the drop (the receiver sees
+ *    the gap at once, since the queue sits at its end; RFC 9002 §6), and its
+ *    bytes are simply sent again as new data. This is NOT `simulateBulk`'s
+ *    model: that one repairs loss with `QuicRepair` (retransmission 9/8 RTT
+ *    after the send, original send stamp, in-order reads behind the hole), so
+ *    the two simulators differ in loss handling as well as in 2 and 3 below
+ *    (the defaults were swept here, the RL agent trained on `simulateBulk`'s).
  * 2. Pacing: the sender releases at most `pacing_gain` × window ÷ base RTT
  *    (RFC 9002 §7.7; aioquic paces), not a whole window in one millisecond.
- *
  * 3. The server's own ceiling (session.py: the window in force is
  *    min(grant, cwnd)): a Reno-style AIMD cwnd in bytes (slow start, then one
  *    frame per RTT, RFC 5681 §3.1) with Cubic's multiplicative decrease

@@ -1,6 +1,6 @@
 /**
  * A drop-tail bottleneck with Mahimahi's trace semantics, under a simulated clock
- * (mahimahi src/frontend/link_queue.cc; NOTES.md "Mahimahi link semantics"):
+ * (mahimahi src/frontend/link_queue.cc; docs/DESIGN.md §8 "Mahimahi link semantics"):
  * at each opportunity the head-of-line packets are served with 1504 bytes; a
  * packet larger than what is left carries its remaining bytes to the next
  * opportunity; surplus goes to the next queued packet; an empty queue wastes

@@ -1,7 +1,7 @@
 /**
  * Nuwa's estimate inside dash.js, two ways (issue 4):
  * 1. an override of dash.js's ThroughputController so its built-in rules
- *    (Throughput, BOLA, DYNAMIC) see Nuwa's figure (NOTES.md: override
+ *    (Throughput, BOLA, DYNAMIC) see Nuwa's figure (docs/DESIGN.md §8: override
  *    getAverageThroughput, getSafeAverageThroughput and getAverageLatency together);
  * 2. a Nuwa ABR rule (dash.js FactoryMaker class, as dash.js's own
  *    rules/abr/ThroughputRule.js) that picks the highest representation whose
@@ -37,7 +37,7 @@ export function estimateKbps(src: EstimateSource): number {
 }
 
 /** dash.js's own ThroughputController methods (the parent the extension wraps). */
-interface ThroughputParent {
+export interface ThroughputParent {
   getAverageThroughput(type: string, mode?: unknown, n?: number): number;
   getSafeAverageThroughput(type: string, mode?: unknown, n?: number): number;
   getAverageLatency(type: string, mode?: unknown, n?: number): number;
@@ -48,8 +48,9 @@ interface ThroughputParent {
  * With `use_nuwa` the built-in rules see Nuwa's estimate; otherwise dash.js's own
  * figures pass through. Either way dash.js's own average (kbit/s) is reported to
  * `onDashjsEstimate`, so both can be scored against the real capacity.
+ * `onParent` receives dash.js's original methods (bound) once dash.js builds the controller.
  */
-export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, onDashjsEstimate?: (kbps: number) => void, safety_factor = 0.9): () => object {
+export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, onDashjsEstimate?: (kbps: number) => void, safety_factor = 0.9, onParent?: (parent: ThroughputParent) => void): () => object {
   return function NuwaThroughput(this: { parent: ThroughputParent }) {
     // dash.js (FactoryMaker, override=true) copies our methods onto the parent
     // instance after this function returns, so `this.parent.getAverageThroughput`
@@ -60,6 +61,7 @@ export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, o
       getSafeAverageThroughput: p.getSafeAverageThroughput.bind(p),
       getAverageLatency: p.getAverageLatency.bind(p),
     };
+    onParent?.(parent); // dash.js's own figures, for sampling both estimates at the same instant
     const own = (type: string, mode?: unknown, n?: number) => {
       const kbps = parent.getAverageThroughput(type, mode, n);
       if (type === "video") onDashjsEstimate?.(kbps);

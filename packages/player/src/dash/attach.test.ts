@@ -47,3 +47,46 @@ describe("attachNuwa cc.tuner", () => {
     a.close();
   });
 });
+
+describe("attachNuwa as the dash.js baseline (issue 13: only the loader extended)", () => {
+  function recording(avg_kbps: number) {
+    const calls: { method: string; args: unknown[] }[] = [];
+    const player = {
+      extend: (...args: unknown[]) => void calls.push({ method: "extend", args }),
+      addABRCustomRule: (...args: unknown[]) => void calls.push({ method: "addABRCustomRule", args }),
+      updateSettings: (...args: unknown[]) => void calls.push({ method: "updateSettings", args }),
+      getDashMetrics: () => ({ getCurrentBufferLevel: () => 0 }),
+      getAverageThroughput: (type: string) => (type === "video" ? avg_kbps : Number.NaN),
+    };
+    const dashjs = { FactoryMaker: { getClassFactory: (fn: unknown) => fn, getClassFactoryByName: () => () => ({ create: () => ({}) }) } };
+    return { player, dashjs, calls };
+  }
+
+  it("abr and estimate dashjs: the loader is the only extension, no setting changes; dash.js's own estimate is read from the player", () => {
+    vi.stubGlobal("WebTransport", undefined);
+    vi.stubGlobal("WebSocket", undefined);
+    const { player, dashjs, calls } = recording(3210);
+    const a = attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "dashjs", estimate: "dashjs", mode: "observe", reconnect: { initial_attempts: 1 } });
+    a.session.catch(() => {});
+    expect(calls.map((c) => (c.method === "extend" ? `extend:${c.args[0]}` : c.method))).toEqual(["extend:XHRLoader"]);
+    expect(a.dashjsEstimateKbps()).toBe(3210);
+    a.close();
+  });
+
+  it("estimate nuwa: dash.js's own figure is read from its original ThroughputController under the extension", () => {
+    vi.stubGlobal("WebTransport", undefined);
+    vi.stubGlobal("WebSocket", undefined);
+    const { player, dashjs, calls } = recording(Number.NaN);
+    const a = attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "dashjs", estimate: "nuwa", reconnect: { initial_attempts: 1 } });
+    a.session.catch(() => {});
+    const ext = calls.find((c) => c.method === "extend" && c.args[0] === "ThroughputController");
+    expect(ext).toBeDefined();
+    expect(Number.isNaN(a.dashjsEstimateKbps())).toBe(true); // dash.js has not built its controller yet
+    // What dash.js's FactoryMaker does: call the extension with `this.parent` = its own instance.
+    const parent = { getAverageThroughput: (t: string) => (t === "video" ? 1234 : 1), getSafeAverageThroughput: () => 1, getAverageLatency: () => 1 };
+    const mine = (ext!.args[1] as (this: { parent: typeof parent }) => { getAverageThroughput(t: string): number }).call({ parent });
+    expect(Number.isNaN(mine.getAverageThroughput("video"))).toBe(true); // dash.js's rules see Nuwa's (none yet: no session)
+    expect(a.dashjsEstimateKbps()).toBe(1234);
+    a.close();
+  });
+});

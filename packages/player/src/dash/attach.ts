@@ -2,10 +2,12 @@
  * Public API for a site that already uses dash.js: `attachNuwa(player, dashjs, options)`
  * makes the player load everything over a Nuwa session, feeds Nuwa's estimate
  * to dash.js's ABR (through its ThroughputController and, by default, a Nuwa
- * rule), and reports typed telemetry. Call it after
+ * rule), and reports typed telemetry. With `abr: "dashjs", estimate: "dashjs"`
+ * only the loader is replaced: every dash.js setting, rule and its own
+ * ThroughputController stay as shipped (the baseline of the video ladder). Call it after
  * `dashjs.MediaPlayer().create()` and before `player.initialize(...)`.
  */
-import type { NuwaConfig } from "@nuwa/cc";
+import { type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
@@ -13,7 +15,7 @@ import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputO
 import { makeNuwaLoader } from "./loader.js";
 import { attachRlTuner } from "./rl.js";
 
-/** Target-delay presets per application, ms (DESIGN.md: Td per application). */
+/** Target-delay presets per application, ms (docs/DESIGN.md §2: Td per application). */
 export const TD_PRESETS_MS = { vod: 25, live_low_latency: 10 } as const; // vod = DEFAULT_CONFIG.target_delay_ms (sweep in config.ts)
 export type Preset = keyof typeof TD_PRESETS_MS;
 
@@ -36,11 +38,11 @@ export interface AttachOptions {
   mode?: SessionMode;
   /** `nuwa`: Nuwa's rule decides; `dashjs`: dash.js's own rules decide. */
   abr?: "nuwa" | "dashjs";
-  /** `nuwa`: dash.js's throughput figure is Nuwa's; `dashjs`: dash.js keeps its own. */
+  /** `nuwa`: dash.js's throughput figure is Nuwa's (its ThroughputController is extended); `dashjs`: dash.js keeps its own, untouched (no extension). */
   estimate?: "nuwa" | "dashjs";
   preset?: Preset;
   onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision }) => void;
-  /** dash.js's own throughput average, kbit/s, whenever its rules ask for it. */
+  /** dash.js's own throughput average, kbit/s, whenever its rules ask for it (only with `estimate: "nuwa"`; `NuwaAttachment.dashjsEstimateKbps` reads it at any instant, either way). */
   onDashjsEstimate?: (kbps: number) => void;
   /** Reconnect backoff when the session ends (reconnect.ts). */
   reconnect?: Partial<ReconnectPolicy>;
@@ -57,6 +59,8 @@ export interface DashPlayerLike {
   addABRCustomRule(type: string, name: string, rule: unknown): void;
   updateSettings(s: unknown): void;
   getDashMetrics(): { getCurrentBufferLevel(type: string): number };
+  /** dash.js 5 `MediaPlayer.getAverageThroughput(type)`, kbit/s (NaN before any sample). */
+  getAverageThroughput?(type: string): number;
 }
 
 /** Slice of the dashjs module used here. */
@@ -76,6 +80,13 @@ export interface NuwaAttachment {
   setParams(p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss">>): void;
   /** Current estimate, bits per second (NaN before data). */
   estimateBps(): number;
+  /**
+   * dash.js's own video throughput estimate now, kbit/s (its ThroughputController's
+   * `getAverageThroughput("video")`: the EWMA of its per-segment samples, before its 0.9
+   * safety factor), NaN before its first sample. With `estimate: "nuwa"` this is the figure
+   * dash.js would have used, read from the original controller under the extension.
+   */
+  dashjsEstimateKbps(): number;
   close(): void;
 }
 
@@ -114,7 +125,19 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   const session = manager.session();
   const src: EstimateSource = { controller: () => manager.current?.controller ?? null, now_us };
   player.extend("XHRLoader", makeNuwaLoader(() => manager.session()), false);
-  player.extend("ThroughputController", makeThroughputOverride(src, (o.estimate ?? "nuwa") === "nuwa", o.onDashjsEstimate), true);
+  // dash.js's own ThroughputController methods: under the extension (captured when dash.js builds it), or the player's.
+  const own_throughput: { get: ((type: string) => number) | null } = { get: null };
+  if ((o.estimate ?? "nuwa") === "nuwa") {
+    player.extend(
+      "ThroughputController",
+      makeThroughputOverride(src, true, o.onDashjsEstimate, undefined, (parent) => {
+        own_throughput.get = (type) => parent.getAverageThroughput(type);
+      }),
+      true,
+    );
+  } else {
+    own_throughput.get = (type) => (player.getAverageThroughput ? player.getAverageThroughput(type) : Number.NaN);
+  }
   if ((o.abr ?? "nuwa") === "nuwa") {
     const SwitchRequest = dashjs.FactoryMaker.getClassFactoryByName("SwitchRequest");
     const rule = makeNuwaAbrRule(
@@ -131,7 +154,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       streaming: {
         abr: { rules: { throughputRule: off, bolaRule: off, insufficientBufferRule: off, switchHistoryRule: off, droppedFramesRule: off, abandonRequestsRule: off, l2ARule: off, loLPRule: off } },
         // Fast switching replaces buffered segments after an up-switch: it re-downloaded up to
-        // half of the bytes in our runs (NOTES.md) and keeps the buffer near empty.
+        // half of the bytes in our runs (docs/DESIGN.md §8) and keeps the buffer near empty.
         buffer: { fastSwitchEnabled: false },
       },
     });
@@ -147,12 +170,18 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       manager.current?.controller.setParams({ target_delay_ms: TD_PRESETS_MS[p] });
     },
     setParams: (p) => {
-      manager.current?.controller.setParams(p);
+      // Validated even between sessions (a throwaway controller on the config the next one gets),
+      // so a refused value (out of range, or k under the multiplicative step) throws here, always.
+      (manager.current?.controller ?? new NuwaController(cc)).setParams(p);
       Object.assign(cc, p);
     },
     estimateBps: () => {
       const c = manager.current;
       return c ? c.controller.estimate(now_us()).bps : Number.NaN;
+    },
+    dashjsEstimateKbps: () => {
+      const kbps = own_throughput.get ? own_throughput.get("video") : Number.NaN;
+      return typeof kbps === "number" && kbps > 0 ? kbps : Number.NaN;
     },
     close: () => {
       rl?.stop();

@@ -317,6 +317,8 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
           const s = live();
           if (!s || emitter.listenerCount("estimate") === 0) return;
           const t = now_us();
+          const own_kbps = nuwa.dashjsEstimateKbps(); // read now, at the same instant as Nuwa's
+          if (Number.isFinite(own_kbps)) dashjs_bps = own_kbps * 1000;
           emitter.emit("estimate", { ...s.controller.estimate(t), t_us: t, dashjs_bps });
         }, interval_ms)
       : null;

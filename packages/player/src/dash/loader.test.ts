@@ -98,6 +98,39 @@ describe("NuwaLoader → dash.js", () => {
     expect(s.calls[0]).toEqual({ op: "get", path: "/v/seg-1.m4s" });
   });
 
+  it("progress: one event per chunk read (not per 64 kB), each with loaded, total and time, as fetch's reader gives them", async () => {
+    // 200 kB in reads of two 1000-byte DATA frames each: a browser's fetch reader would hand
+    // dash.js 100 chunks, so its throughput and abandon rules get 100 samples, not 4.
+    const body = Uint8Array.from({ length: 200_000 }, (_, i) => i & 0xff);
+    const bursts: Handler = async (_req, o) => {
+      const head: ResponseHead = { status: 200, total_bytes: body.length };
+      let loaded = 0;
+      for (let off = 0; off < body.length; off += 2000) {
+        for (const f of [body.slice(off, off + 1000), body.slice(off + 1000, off + 2000)]) {
+          loaded += f.length;
+          o.onData?.(f, loaded, head); // the frames of one read arrive in one synchronous burst
+        }
+        await new Promise((r) => setTimeout(r, 0)); // the next read
+      }
+      return { head, body, first_byte_us: 1, duration_us: 2 };
+    };
+    const s = fakeSession([bursts]);
+    const loader = makeNuwaLoader(async () => s)() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+    const { req, res, events } = dashRequest("https://h:1/v/seg-7.m4s");
+    const seen: { loaded: number; total: number; lengthComputable: boolean; time?: number }[] = [];
+    req.customData.onprogress = (e) => void seen.push(e);
+    loader.load(req, res);
+    await until(() => events.length > 0);
+    expect(events).toEqual(["loadend"]);
+    expect(seen.map((e) => e.loaded)).toEqual(Array.from({ length: 100 }, (_, i) => 2000 * (i + 1)));
+    expect(seen.every((e) => e.total === 200_000 && e.lengthComputable)).toBe(true);
+    expect(seen.every((e) => typeof e.time === "number" && e.time >= 0)).toBe(true);
+    // `time` is the interval since the previous event (dash.js's trace duration): they add up to the download
+    const sum_ms = seen.reduce((a, e) => a + (e.time ?? 0), 0);
+    expect(sum_ms).toBeGreaterThan(0);
+    expect(res.status).toBe(200);
+  });
+
   it("an ERROR 404 answer reaches dash.js as status 404 (its retry settings apply)", async () => {
     const s = fakeSession([() => Promise.reject(new NuwaRequestError("404 not_found", 404, "http"))]);
     const loader = makeNuwaLoader(async () => s)() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };

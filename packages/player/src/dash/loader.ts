@@ -1,9 +1,15 @@
 /**
  * A dash.js loader that serves every request (MPD, init, media) over the Nuwa
- * session: one bidirectional stream per request, byte ranges, aborts, and the
- * progress events dash.js's own accounting expects (NOTES.md "dash.js 5.2.1":
- * a first event with loaded < total at first byte, then the end, then
- * onloadend). Registered with `player.extend("XHRLoader", factory, false)`.
+ * session: one bidirectional stream per request, byte ranges, aborts, and
+ * progress events as fine-grained as a browser's fetch reader gives them: one
+ * per chunk read from the stream (the DATA frames of one `reader.read()`
+ * arrive in one synchronous burst and make one event), each with `loaded`,
+ * `total` and `time` (ms since the previous event: dash.js's trace duration
+ * `d`, HTTPLoader `_onprogress`), then onloadend. dash.js derives its own
+ * throughput samples (bytes after the first trace ÷ the traces' durations,
+ * ThroughputModel `_calculateThroughputValuesForXhr`) and its abandonment
+ * decisions from these events, so it measures as it would over HTTP.
+ * Registered with `player.extend("XHRLoader", factory, false)`.
  *
  * Failures look to dash.js like an XMLHttpRequest's, so its retry settings
  * (`streaming.retryAttempts`, `streaming.retryIntervals`) and error events
@@ -80,9 +86,6 @@ export function failureStatus(e: unknown): { status: number; statusText: string 
   if (e instanceof NuwaRequestError) return { status: e.kind === "http" ? e.status : 0, statusText: `${e.kind}: ${e.message}` };
   return { status: 0, statusText: String(e) };
 }
-
-/** Progress events are emitted at first byte, then at most every `interval_bytes`. */
-const PROGRESS_INTERVAL_BYTES = 64 * 1024;
 
 class Deadline extends Error {
   constructor(readonly timeout_ms: number) {
@@ -212,13 +215,26 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       }, timeout_ms);
       const url = new URL(req.url);
       const range = parseRangeHeader(req.headers?.Range ?? req.headers?.range);
-      let last_progress = 0;
+      // One progress event per chunk read: onData runs once per DATA frame, synchronously for
+      // all frames of one reader.read() (session.ts), so a microtask queued at the burst's first
+      // frame runs after its last one and before the next chunk is parsed.
+      let last_event_ms = performance.now();
+      let emitted_bytes = 0;
+      let pending = false;
+      const emitProgress = () => {
+        pending = false;
+        if (finished || loaded === emitted_bytes) return;
+        const t_ms = performance.now();
+        emitted_bytes = loaded;
+        cd.onprogress?.({ loaded, total, lengthComputable: true, time: t_ms - last_event_ms });
+        last_event_ms = t_ms;
+      };
       fetchResumable(session, url.pathname, range, ac.signal, o.max_resumes, (n, t) => {
         loaded = n;
         total = t;
-        if (n < t && (last_progress === 0 || n - last_progress >= PROGRESS_INTERVAL_BYTES)) {
-          last_progress = n;
-          cd.onprogress?.({ loaded: n, total: t, lengthComputable: true });
+        if (!pending) {
+          pending = true;
+          queueMicrotask(emitProgress);
         }
       }).then(
         (r) => {
@@ -229,7 +245,12 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
           res.statusText = r.head.status < 300 ? "OK" : "error";
           res.headers = { "content-type": r.head.content_type ?? "application/octet-stream", "content-length": String(r.body.length) };
           res.data = req.responseType === "arraybuffer" ? (r.body.slice().buffer as ArrayBuffer) : new TextDecoder().decode(r.body);
-          cd.onprogress?.({ loaded: r.body.length, total: r.body.length, lengthComputable: true });
+          if (pending || emitted_bytes !== r.body.length) {
+            // The last chunk's event has not run yet (or the body was empty): the end is one more event.
+            const t_ms = performance.now();
+            cd.onprogress?.({ loaded: r.body.length, total: r.body.length, lengthComputable: true, time: t_ms - last_event_ms });
+            emitted_bytes = r.body.length;
+          }
           cd.onloadend?.();
         },
         (e: unknown) => {
