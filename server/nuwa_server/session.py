@@ -59,7 +59,7 @@ from aioquic.quic.events import (
     StreamReset,
 )
 
-from .ceiling import CEILING_NAME
+from .ceiling import CEILING_NAME, NuwaCeilingCongestionControl
 from .content import ContentError, ContentRoot, satisfiable_range
 from .grants import FloodGuard, GrantConfig, GrantDecision, GrantState, WriteBudget
 from .protocol import (
@@ -984,6 +984,7 @@ class NuwaProtocol(QuicConnectionProtocol):
         pacer = loss._pacer
         payload_bytes = self._config.frame_payload_bytes
         queued = self._unsent_bytes()
+        ceiling_cc = isinstance(loss._cc, NuwaCeilingCongestionControl)
         blocked: set[int] = set()
         while len(blocked) < len(sessions):
             progressed = False
@@ -1005,22 +1006,29 @@ class NuwaProtocol(QuicConnectionProtocol):
                 # transport: RFC 9002 §7 window, nothing queued ahead of us
                 if queued or bytes_in_flight + frame_bytes + PACKET_OVERHEAD_BYTES > cwnd:
                     return
-                # aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0
-                if pacer.packet_time is not None:
-                    loop_now = self._loop.time()
-                    pacer.update_bucket(now=loop_now)
-                    if pacer.bucket_time <= 0:
-                        self._wake(loop_now + pacer.packet_time)
-                        return
                 t_us = now_us()
                 level = session.grants.poll_fallback(t_us)
                 if level is not None:
                     self._log_fallback(session, level, t_us)
                 budget = session.grants.budget(t_us, bytes_in_flight)
                 if not budget.allows(frame_bytes, cwnd):
+                    window = budget.window_bytes
+                    if ceiling_cc and window is not None and budget.allows(frame_bytes, window):
+                        # the grant allows it, the ceiling does not: the window is in use
+                        loss._cc.on_window_limited()  # type: ignore[attr-defined]
                     blocked.add(session.session_id)
                     self._wake_for_timeout(session, t_us)
                     continue
+                # aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0
+                if pacer.packet_time is not None:
+                    loop_now = self._loop.time()
+                    pacer.update_bucket(now=loop_now)
+                    if pacer.bucket_time <= 0:
+                        # the grant allows this frame: the window is in use (RFC 9002 §7.8)
+                        if ceiling_cc:
+                            loss._cc.on_window_limited()  # type: ignore[attr-defined]
+                        self._wake(loop_now + pacer.packet_time)
+                        return
                 self._write_frame(session, stream, ftype, payload, fin, budget, cwnd,
                                   bytes_in_flight)
                 for data, addr in self._quic.datagrams_to_send(now=self._loop.time()):
