@@ -117,8 +117,9 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         draft-ietf-ccwg-ratelimited-increase §3's limit(maxFS) = 2·maxFS in slow
         start): true when, in the current or the previous round, a send left bytes
         in flight within :data:`CWND_LIMITED_SLACK_PACKETS` packets of the window
-        or the sender reported being held back by this window (:meth:`on_window_limited`); in slow start also
-        while the window is below twice the largest flight of those rounds.
+        or the sender reported being held back by this window
+        (:meth:`on_window_limited`); in slow start also while the window is below
+        twice the largest flight of those rounds.
         """
         if self._round_cwnd_limited or self._prev_round_cwnd_limited:
             return True
