@@ -189,7 +189,7 @@ def test_oracle_server_window_comes_from_reports_not_grants(tmp_path):
             client.send_grant(Grant(1, 1, got, 10_000_000, 0, 0))
             got2 = await _wait_stall(client)
             assert got + window - frame < got2 <= got + window, (got, got2, window)
-            session = server.context.sessions[0]
+            session = server.context.recent_sessions()[0]
             assert session.grants.grant_violations == 0
         rows = read_jsonl(session_logs(session) / "frames.jsonl")
         assert max(r["grant_window_bytes"] for r in rows) == window

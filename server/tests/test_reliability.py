@@ -57,8 +57,11 @@ from nuwa_server.protocol import (
 )
 from nuwa_server.session import (
     CLOSE_WEBTRANSPORT_SESSION_CAPSULE,
+    CLOSED_SESSIONS_KEPT,
     GRANT_FLOOD_CLOSE_CODE,
+    MAX_SESSIONS_PER_CONNECTION,
     PACKET_OVERHEAD_BYTES,
+    TOO_MANY_SESSIONS_STATUS,
     now_us,
 )
 
@@ -194,8 +197,8 @@ def test_grant_flood_closes_the_flooder_and_others_are_served(tmp_path: Path) ->
                 watcher = bad
                 while watcher.terminated is None and loop.time() < deadline:
                     await asyncio.sleep(0.02)
-                flooded = [s for s in server.context.sessions if s.flooded]
-                assert len(flooded) == 1 and len(server.context.sessions) == 2
+                flooded = [s for s in server.context.recent_sessions() if s.flooded]
+                assert len(flooded) == 1 and len(server.context.recent_sessions()) == 2
                 fs = flooded[0]
                 assert fs.close_reason == "grant_flood"
                 assert watcher.close_capsule() == (GRANT_FLOOD_CLOSE_CODE, b"grant flood")
@@ -204,7 +207,7 @@ def test_grant_flood_closes_the_flooder_and_others_are_served(tmp_path: Path) ->
                 assert watcher.terminated.reason_phrase == "grant flood"
                 r = bad.results[bad_sid]
                 assert r.reset or not r.ended  # the flooder's download was cut
-                other = next(s for s in server.context.sessions if not s.flooded)
+                other = next(s for s in server.context.recent_sessions() if not s.flooded)
                 assert not other.closed and other.grants.grant_violations == 0
         # FLOOD_BURST datagrams pass the bucket, plus what refilled during the flood
         assert FLOOD_BURST <= fs.flood.datagrams < 3000
@@ -213,6 +216,101 @@ def test_grant_flood_closes_the_flooder_and_others_are_served(tmp_path: Path) ->
         assert len(flood) == 1 and flood[0]["close_code"] == GRANT_FLOOD_CLOSE_CODE
         summary = json.loads((session_logs(fs) / "summary.json").read_text())
         assert summary["close_reason"] == "grant_flood"
+
+    run(main())
+
+
+async def _open_another(client: WtClient) -> int:
+    """Open one more WebTransport session on the client's connection; its status."""
+    client._connect_done.clear()
+    client.connect_status = None
+    return await client.open_session()
+
+
+def test_flood_guard_counts_per_connection(tmp_path: Path) -> None:
+    """Three sessions on one connection, 400 datagrams each back to back: each stays
+    under its own bucket (FLOOD_BURST = 500), but the connection's 1200 exceed the
+    connection's bucket: opening more sessions does not multiply the grant budget. Every
+    session of the connection is closed with the flood capsule, then the connection."""
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="nuwa", grant_timeout_us=30_000_000) as server:
+            async with connect("::1", server.port, configuration=client_configuration(),
+                               create_protocol=CloseWatchingClient) as bad:
+                assert isinstance(bad, CloseWatchingClient)
+                sids = []
+                for _ in range(3):
+                    assert await _open_another(bad) == 200
+                    assert bad.session_id is not None
+                    sids.append(bad.session_id)
+                grant = encode_grant(Grant(1, 0, 0, 1 << 20))
+                for sid in sids:
+                    bad.session_id = sid
+                    for _ in range(400):
+                        bad.send_raw_datagram(grant)
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + 3
+                while bad.terminated is None and loop.time() < deadline:
+                    await asyncio.sleep(0.02)
+                sessions = server.context.recent_sessions()
+                assert len(sessions) == 3 and all(s.closed for s in sessions)
+                assert all(s.flood.datagrams <= FLOOD_BURST for s in sessions)
+                reasons = sorted(s.close_reason for s in sessions)
+                assert reasons == ["connection_grant_flood", "connection_grant_flood",
+                                   "grant_flood"], reasons
+                assert bad.terminated is not None
+                assert bad.terminated.error_code == GRANT_FLOOD_CLOSE_CODE
+                assert bad.close_capsule() == (GRANT_FLOOD_CLOSE_CODE, b"grant flood")
+
+    run(main())
+
+
+def test_a_connection_holds_a_bounded_number_of_sessions(tmp_path: Path) -> None:
+    """MAX_SESSIONS_PER_CONNECTION sessions open on one connection; the next CONNECT is
+    refused with 429 (counted, logged); after one closes, a new one is accepted."""
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="nuwa") as server, \
+                wt_client(server) as client:
+            opened = []
+            for _ in range(MAX_SESSIONS_PER_CONNECTION):
+                assert await _open_another(client) == 200
+                opened.append(client.session_id)
+            assert await _open_another(client) == TOO_MANY_SESSIONS_STATUS
+            assert server.context.sessions_refused == 1
+            assert len(server.context.sessions) == MAX_SESSIONS_PER_CONNECTION
+            first = opened[0]
+            assert first is not None
+            client.h3.send_data(first, b"", end_stream=True)  # the client ends one session
+            client.transmit()
+            await asyncio.sleep(0.1)
+            assert await _open_another(client) == 200
+
+    run(main())
+
+
+def test_server_forgets_closed_sessions(tmp_path: Path) -> None:
+    """40 sessions opened, used and closed in turn: ServerContext.sessions ends empty,
+    only the last CLOSED_SESSIONS_KEPT closed ones are kept, the counters add up."""
+    n = 40
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="nuwa") as server:
+            for _ in range(n):
+                async with wt_client(server) as client:
+                    assert await client.open_session() == 200
+                    r = await client.wait(client.request({"v": 1, "op": "bulk",
+                                                          "size_bytes": 5000}))
+                    assert r.body == bulk_bytes(5000)
+                    assert client.session_id is not None
+                    client.h3.send_data(client.session_id, b"", end_stream=True)
+                    client.transmit()
+                    await asyncio.sleep(0.02)
+            await asyncio.sleep(0.1)
+            ctx = server.context
+            assert ctx.sessions == []
+            assert len(ctx.recently_closed) == CLOSED_SESSIONS_KEPT
+            assert ctx.sessions_opened == ctx.sessions_closed == n
 
     run(main())
 
@@ -241,7 +339,7 @@ def test_absurd_window_liar_stays_under_cubic_ceiling(tmp_path: Path) -> None:
             assert await client.open_session() == 200
             body = await download_with_grants(client, 4_000_000, 1 << 62)
             assert body == bulk_bytes(4_000_000)
-            session = server.context.sessions[0]
+            session = server.context.recent_sessions()[0]
             assert session.grants.grants_clamped["window_clamped_high"] >= 1
             assert session.grants.grant_violations == 0
         rows = read_jsonl(session_logs(session) / "frames.jsonl")
@@ -269,7 +367,7 @@ def test_replayed_big_grants_do_not_reopen_a_small_window(tmp_path: Path) -> Non
                 client.send_grant(Grant(seq, 2, got2, 1 << 62, 0, 0))
             got3 = await _wait_stall(client)
             assert got3 == got2  # nothing new: replays moved neither window nor cum
-            session = server.context.sessions[0]
+            session = server.context.recent_sessions()[0]
             assert session.grants.grants_dropped["replay"] == 201
             assert session.grants.window_bytes == 12_000
             client.send_grant(Grant(1001, 3, got3, 12_000, 0, 0))  # a newer grant works
@@ -299,7 +397,7 @@ def test_client_that_stops_granting_is_not_starved(tmp_path: Path) -> None:
             await asyncio.sleep(2.5)  # > 8 timeouts: window floor reached
             silent_got = client.frame_bytes_received - silent_from
             assert silent_got > 1_000_000, silent_got  # not starved: kept delivering
-            session = server.context.sessions[0]
+            session = server.context.recent_sessions()[0]
             assert session.grants.fallback_entries == 1
             client.send_grant(Grant(seq, seq, client.frame_bytes_received, 400_000, 0, 0))
             await asyncio.sleep(0.05)
@@ -603,7 +701,7 @@ def test_malformed_streams_leave_the_session_and_other_streams_intact(tmp_path: 
             for sid, size in good:
                 r = await client.wait(sid)
                 assert r.body == bulk_bytes(size)
-            session = server.context.sessions[0]
+            session = server.context.recent_sessions()[0]
             assert not session.closed and not session.flooded
             assert session.statuses[400] == len(bad)
             assert not client.results[open_forever].frames  # waits for its FIN, harmlessly
@@ -683,7 +781,7 @@ def test_no_byte_outside_the_root_is_served(tmp_path: Path) -> None:
             everything = b"".join(f.payload for _, f, _ in client.all_frames)
             pieces = {canary[i:i + 16] for i in range(len(canary) - 15)}
             assert not any(piece in everything for piece in pieces)
-            session = server.context.sessions[0]
+            session = server.context.recent_sessions()[0]
         # 404 only where the name does not exist under the root (no file outside is probed)
         # (the absolute file path, sent as a URL path, names <root>/tmp/…, which is absent)
         assert [p for p, status in statuses.items() if status == 404] == [abs_canary]
