@@ -428,6 +428,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 LIAR_TRACE = REPO_ROOT / "traces" / "4G" / "mahimahi-tmobile-lte-short.mahi"
 LIAR_DURATION_S = float(os.environ.get("NUWA_LIAR_DURATION_S", "20"))
 LIAR_QUEUE_PACKETS = int(os.environ.get("NUWA_LIAR_QUEUE_PACKETS", "1000"))
+OBEY_WINDOW_BYTES = 150_000
+"""Window an obeying receiver grants before it lies (a modest fixed window)."""
+AIOQUIC_INITIAL_WINDOW_BYTES = 10 * 1350
+"""aioquic's initial window: K_INITIAL_WINDOW packets of the server's 1350-byte datagrams."""
 
 
 async def _start_ready(args: list[str], stderr_path: Path) -> tuple[Any, dict[str, Any]]:
@@ -456,14 +460,21 @@ async def _stop(proc: Any) -> None:
 
 async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float,
                            trace: Path = LIAR_TRACE,
-                           queue_packets: int = LIAR_QUEUE_PACKETS) -> dict[str, Any]:
+                           queue_packets: int = LIAR_QUEUE_PACKETS,
+                           obey_s: float = 0.0,
+                           obey_window_bytes: int = OBEY_WINDOW_BYTES) -> dict[str, Any]:
     """One bulk download for ``duration_s`` through the emulator (``trace``, 25 ms each
     way, ``queue_packets`` drop-tail) from a server in ``cc`` mode, the client behaving as
     ``behaviour``: ``passive`` (no grants), ``liar`` (2^62-byte windows, honest cum, 1 kHz),
-    ``replay`` (the same 2^62 grant, seq 1, repeated at 1 kHz), ``silent`` (no grants, nuwa).
+    ``replay`` (the same 2^62 grant, seq 1, repeated at 1 kHz), ``silent`` (no grants, nuwa),
+    ``flood`` (2^62 grants with new seqs at 10 kHz). With ``obey_s`` > 0 the client first
+    obeys: grants ``obey_window_bytes`` with honest cum at 1 kHz for ``obey_s`` s, then
+    behaves (``replay`` then repeats its own earlier grants, seq 1.., window 2^62).
 
     Returns goodput (client frame bytes / s), the emulator's loss rate, utilization and
-    queuing delay, and the server's per-frame ceiling check.
+    queuing delay, the server's per-frame ceiling check, and the server's peak bytes in
+    flight (frames.jsonl: bytes_in_flight + the frame) overall and from the behaviour's
+    start (``peak_in_flight_after_bytes``).
     """
     out.mkdir(parents=True, exist_ok=True)
     server, ready = await _start_ready(
@@ -486,9 +497,24 @@ async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float
             client.request({"v": 1, "op": "bulk", "size_bytes": 1 << 40})
             loop = asyncio.get_running_loop()
             t0 = loop.time()
+            behave_from_us = int((t0 + obey_s) * 1e6)  # loop time is CLOCK_MONOTONIC
             seq = 1
             while loop.time() - t0 < duration_s:
-                if behaviour == "liar":
+                if loop.time() - t0 < obey_s:
+                    echo = client.all_frames[-1][1].header.send_time_us if client.all_frames else 0
+                    client.send_grant(Grant(seq, seq, client.frame_bytes_received,
+                                            obey_window_bytes, echo, 0))
+                    seq += 1
+                elif behaviour == "replay" and obey_s > 0:
+                    old = 1 + seq % max(1, seq - 1)
+                    client.send_grant(Grant(old, old, client.frame_bytes_received, 1 << 62, 0, 0))
+                    seq += 1
+                elif behaviour == "flood":
+                    for _ in range(10):
+                        client.send_grant(Grant(seq, seq, client.frame_bytes_received, 1 << 62,
+                                                0, 0))
+                        seq += 1
+                elif behaviour == "liar":
                     echo = client.all_frames[-1][1].header.send_time_us if client.all_frames else 0
                     client.send_grant(Grant(seq, seq, client.frame_bytes_received, 1 << 62,
                                             echo, 0))
@@ -509,14 +535,21 @@ async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float
     over = sum(1 for r in rows
                if r["bytes_in_flight"] + r["bytes"] + PACKET_OVERHEAD_BYTES > r["ceiling_bytes"])
     qd = emu_summary["queuing_delay_ms"]
+    peak = max((r["bytes_in_flight"] + r["bytes"] for r in rows), default=0)
+    peak_after = max((r["bytes_in_flight"] + r["bytes"] for r in rows
+                      if r["send_time_us"] >= behave_from_us), default=0)
     return {
         "cc": cc, "behaviour": behaviour, "duration_s": round(elapsed_s, 2),
         "goodput_mbps": round(received * 8 / elapsed_s / 1e6, 3),
-        "loss_rate": emu_summary["loss_rate"], "utilization": emu_summary["utilization"],
+        "loss_rate": emu_summary["loss_rate"],
+        "utilization": emu_summary.get("utilization_all", emu_summary.get("utilization")),
         "queuing_delay_ms": qd, "frames": len(rows), "frames_over_ceiling": over,
         "grant_violations": summary["grant_violations"],
         "grants_accepted": summary["grants_accepted"], "grants_dropped": summary["grants_dropped"],
         "fallback_entries": summary["fallback_entries"], "emulator_valid": emu_summary["valid"],
+        "obey_s": obey_s, "peak_in_flight_bytes": peak, "peak_in_flight_after_bytes": peak_after,
+        "max_ceiling_bytes": max((r["ceiling_bytes"] for r in rows), default=0),
+        "close_reason": summary["close_reason"],
     }
 
 
@@ -551,6 +584,60 @@ def test_liar_vs_cubic_under_trace(tmp_path: Path) -> None:
     assert replay["grants_dropped"].get("replay", 0) > 0 and replay["fallback_entries"] == 1
     assert replay["goodput_mbps"] >= silent["goodput_mbps"]
     assert silent["goodput_mbps"] > 0.5 and silent["fallback_entries"] == 1, silent
+
+
+def _obey_then_misbehave(tmp_path: Path, obey_s: float, behave_s: float,
+                         behaviours: list[str], name: str) -> list[dict[str, Any]]:
+    """Cubic alone (passive client, ``--cc cubic``), then a nuwa server under receivers
+    that obey a fixed window for ``obey_s`` and then misbehave for ``behave_s``, all
+    through the same trace in this invocation; writes out/reliability/<name>.json."""
+    duration_s = obey_s + behave_s
+    runs = [("cubic", "passive", 0.0)] + [("nuwa", b, obey_s) for b in behaviours]
+    results = [run(measure_receiver(tmp_path / f"{cc}-{b}", cc, b, duration_s, obey_s=o))
+               for cc, b, o in runs]
+    dest = REPO_ROOT / "out" / "reliability"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / f"{name}.json").write_text(json.dumps(
+        {"trace": LIAR_TRACE.name, "obey_s": obey_s, "behave_s": behave_s,
+         "obey_window_bytes": OBEY_WINDOW_BYTES, "queue_packets": LIAR_QUEUE_PACKETS,
+         "runs": results}, indent=1))
+    for r in results:
+        print(json.dumps({k: r[k] for k in ("cc", "behaviour", "peak_in_flight_bytes",
+                                            "peak_in_flight_after_bytes", "max_ceiling_bytes",
+                                            "loss_rate", "queuing_delay_ms", "goodput_mbps")}))
+    return results
+
+
+def _check_bounded_by_cubic(results: list[dict[str, Any]]) -> None:
+    """Issue 13: whatever the receiver does, the server's peak bytes in flight is at most
+    Cubic alone's (same trace, same invocation) + one initial window, and it causes no
+    more loss than Cubic alone (+ 0.2 points of run noise)."""
+    cubic, *others = results
+    for r in results:
+        assert r["frames_over_ceiling"] == 0 and r["grant_violations"] == 0, r
+    for r in others:
+        assert r["peak_in_flight_bytes"] <= (cubic["peak_in_flight_bytes"]
+                                             + AIOQUIC_INITIAL_WINDOW_BYTES), (r, cubic)
+        assert r["loss_rate"] <= cubic["loss_rate"] + 0.002, (r, cubic)
+
+
+def test_receiver_that_obeys_then_lies_is_bounded_by_cubic_alone(tmp_path: Path) -> None:
+    """Short form (CI, ~45 s): T-Mobile LTE, a receiver obeys 150 kB with honest cum for
+    6 s, then grants 2^62 at 1 kHz / replays its old grants with 2^62 / floods, for 5 s.
+    The peak bytes in flight of each is at most Cubic alone's + one initial window (on
+    d7a7910 the ceiling had grown unused to MBs during the obedient part)."""
+    results = _obey_then_misbehave(tmp_path, 6.0, 5.0, ["liar", "replay", "flood"],
+                                   "obey-then-lie-ci")
+    _check_bounded_by_cubic(results)
+    flood = results[-1]
+    assert flood["close_reason"] == "grant_flood", flood
+
+
+@pytest.mark.skipif(not os.environ.get("NUWA_LONG"), reason="long measurement: NUWA_LONG=1")
+def test_receiver_that_obeys_25_s_then_lies_is_bounded_by_cubic_alone(tmp_path: Path) -> None:
+    """Long form: obey 25 s, then lie (2^62 at 1 kHz) or replay for 20 s."""
+    results = _obey_then_misbehave(tmp_path, 25.0, 20.0, ["liar", "replay"], "obey-then-lie")
+    _check_bounded_by_cubic(results)
 
 
 # --------------------------------------------------------------------------- parsers (item 2)
