@@ -315,6 +315,97 @@ def test_server_forgets_closed_sessions(tmp_path: Path) -> None:
     run(main())
 
 
+SOAK_S = float(os.environ.get("NUWA_SOAK_S", "600"))
+"""Long soak's duration, s (NUWA_LONG=1; 10 minutes)."""
+
+
+async def _churn_once(port: int, host: str = "::1") -> None:
+    """One session's life: connect, open a session, download 20 kB granting honestly,
+    end the session, close the connection."""
+    async with connect(host, port, configuration=client_configuration(),
+                       create_protocol=WtClient) as client:
+        assert isinstance(client, WtClient)
+        assert await client.open_session() == 200
+        body = await download_with_grants(client, 20_000, 200_000)
+        assert body == bulk_bytes(20_000)
+        assert client.session_id is not None
+        client.h3.send_data(client.session_id, b"", end_stream=True)
+        client.transmit()
+        await asyncio.sleep(0.01)
+
+
+def _rss_kib(pid: int) -> int:
+    """VmRSS of process ``pid``, KiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise ValueError(f"no VmRSS for {pid}")
+
+
+def test_session_churn_keeps_the_sessions_list_flat(tmp_path: Path) -> None:
+    """Short soak (CI, ~15 s): sessions opened and closed back to back for 15 s; the open
+    sessions list never holds more than the one in use and ends empty, the closed ones
+    kept never exceed CLOSED_SESSIONS_KEPT (on d7a7910 the list grew by one per session)."""
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="nuwa") as server:
+            ctx = server.context
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            most_open = 0
+            while loop.time() - t0 < 15.0:
+                await _churn_once(server.port)
+                most_open = max(most_open, len(ctx.sessions))
+                assert len(ctx.recently_closed) <= CLOSED_SESSIONS_KEPT
+            await asyncio.sleep(0.1)
+            assert ctx.sessions_opened > 3 * CLOSED_SESSIONS_KEPT, ctx.sessions_opened
+            assert most_open <= 1 and ctx.sessions == []
+            assert ctx.sessions_closed == ctx.sessions_opened
+
+    run(main())
+
+
+@pytest.mark.skipif(not os.environ.get("NUWA_LONG"), reason="long soak: NUWA_LONG=1")
+def test_session_churn_soak_keeps_rss_flat(tmp_path: Path) -> None:
+    """Long soak: a server process (--cc nuwa, no log dir) under steady session churn
+    (one session at a time, 20 kB each) for NUWA_SOAK_S (600) s; its RSS sampled every
+    second. After a 60 s warm-up, the last third's mean RSS is within 10 % of the first
+    third's. Writes out/reliability/soak.json."""
+
+    async def main() -> dict[str, Any]:
+        server, ready = await _start_ready(
+            ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", "nuwa",
+             "--state-dir", str(tmp_path / "state"), "--log-level", "WARNING"],
+            tmp_path / "server.stderr")
+        samples: list[tuple[float, int]] = []
+        sessions = 0
+        try:
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            next_sample = t0
+            while loop.time() - t0 < SOAK_S:
+                await _churn_once(ready["port"])
+                sessions += 1
+                if loop.time() >= next_sample:
+                    samples.append((round(loop.time() - t0, 1), _rss_kib(server.pid)))
+                    next_sample += 1.0
+        finally:
+            await _stop(server)
+        return {"duration_s": SOAK_S, "sessions": sessions, "rss_kib": samples}
+
+    result = run(main())
+    after = [kib for t, kib in result["rss_kib"] if t >= 60.0]
+    third = len(after) // 3
+    first, last = after[:third], after[-third:]
+    result["first_third_mean_kib"] = sum(first) / len(first)
+    result["last_third_mean_kib"] = sum(last) / len(last)
+    dest = REPO_ROOT / "out" / "reliability"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "soak.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k != "rss_kib"}))
+    assert result["last_third_mean_kib"] <= 1.10 * result["first_third_mean_kib"], result
+
+
 # --------------------------------------------------------------------------- liars
 
 
