@@ -107,8 +107,13 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         sending is not pacing limited), or the grant rule's own count of outstanding
         bytes (which includes bytes delivered but not yet reported) reached this window
         before the transport's bytes in flight did. Either way the window is what limits
-        the sender, so it is in use. Called by the server's pump."""
-        self._round_cwnd_limited = True
+        the sender, so it is in use, provided at least half of it is in flight (RFC 7661
+        §4.2's validated phase: pipeACK ≥ ½ cwnd). Without that condition a receiver
+        that under-reports what it received would hold the grant count at the window
+        with little in flight and grow the window on the ACKs of that little, for a
+        burst later. Called by the server's pump."""
+        if 2 * self.bytes_in_flight >= self.congestion_window:
+            self._round_cwnd_limited = True
 
     def cwnd_limited(self) -> bool:
         """Whether the window is in use, so that an ACK may grow it.

@@ -146,19 +146,22 @@ def test_window_grows_when_cwnd_limited() -> None:
     assert s.cc.congestion_window == 8 * IW
 
 
-def test_pacing_limited_counts_as_use() -> None:
-    """A flight below the window because the pacer held data back is not underuse
-    (RFC 9002 §7.8): the pump reports it and the window grows."""
-    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
-    s = Script(cc)
-    t = s.congestion(s.rounds(4, 0.5))
-    before = cc.congestion_window
-    for _ in range(20):
-        pkts = s.send(10, t)  # far below the window ...
-        cc.on_window_limited()  # ... because the pacer held the rest
-        t += RTT_S
-        s.ack(pkts, t)
-    assert cc.congestion_window > before
+def test_pacing_limited_counts_as_use_when_half_the_window_is_in_flight() -> None:
+    """A flight below the window because the pacer (or the grant rule's count) held data
+    back is not underuse (RFC 9002 §7.8): the pump reports it and the window grows, if
+    at least half the window is in flight (RFC 7661 §4.2); a report with little in
+    flight (a receiver under-reporting what it got) grows nothing."""
+    for fraction, grows in ((0.6, True), (0.1, False)):
+        cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+        s = Script(cc)
+        t = s.congestion(s.rounds(4, 0.5))
+        before = cc.congestion_window
+        for _ in range(20):
+            pkts = s.send(int(fraction * cc.congestion_window / MSS), t)  # below the window
+            cc.on_window_limited()  # ... because the pacer held the rest
+            t += RTT_S
+            s.ack(pkts, t)
+        assert (cc.congestion_window > before) == grows, (fraction, cc.congestion_window)
 
 
 def test_cubic_clock_stops_while_app_limited() -> None:

@@ -731,6 +731,97 @@ def test_receiver_that_obeys_25_s_then_lies_is_bounded_by_cubic_alone(tmp_path: 
     _check_bounded_by_cubic(results)
 
 
+SHARE_RATE_MBPS = 12
+"""Constant link rate of the shared-bottleneck test, Mbit/s (well below what the
+Python server can send, so the link, not the server's CPU, is the bottleneck)."""
+
+
+def _constant_trace(path: Path, mbps: int) -> Path:
+    """A Mahimahi trace of ``mbps`` Mbit/s: mbps / 12 1500-byte opportunities per ms."""
+    per_ms = max(1, mbps // 12)
+    path.write_text("".join(f"{ms}\n" * per_ms for ms in range(1, 1001)))
+    return path
+
+
+async def measure_pair(out: Path, competitor: str, duration_s: float, obey_s: float,
+                       honest_window_bytes: int = 100_000,
+                       queue_packets: int = 100) -> dict[str, Any]:
+    """Two flows through one emulator (constant :data:`SHARE_RATE_MBPS`, 25 ms each way,
+    ``queue_packets`` drop-tail) from one nuwa server: an honest receiver granting a
+    fixed ``honest_window_bytes`` with honest cum at 1 kHz, and a competitor that grants
+    2^62 with honest cum at 1 kHz from the start (``cubic``: the ceiling cwnd-limited
+    throughout grows as Cubic) or only after obeying 150 kB for ``obey_s`` (``liar``).
+    Returns each flow's bytes received after ``obey_s`` and the honest flow's share."""
+    out.mkdir(parents=True, exist_ok=True)
+    trace = _constant_trace(out / "constant.mahi", SHARE_RATE_MBPS)
+    server, ready = await _start_ready(
+        ["-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0", "--cc", "nuwa",
+         "--state-dir", str(out / "state"), "--log-dir", str(out / "server")],
+        out / "server.stderr")
+    emu = None
+    try:
+        emu, emu_ready = await _start_ready(
+            ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0",
+             "--server", f"127.0.0.1:{ready['port']}", "--trace", str(trace),
+             "--delay-ms", "25", "--uplink-delay-ms", "25", "--queue-packets", str(queue_packets),
+             "--log", str(out / "emulator.log"), "--summary-json", str(out / "emulator.json")],
+            out / "emulator.stderr")
+        port = emu_ready["listen_port"]
+        async with connect("127.0.0.1", port, configuration=client_configuration(),
+                           create_protocol=WtClient) as honest, \
+                connect("127.0.0.1", port, configuration=client_configuration(),
+                        create_protocol=WtClient) as other:
+            assert isinstance(honest, WtClient) and isinstance(other, WtClient)
+            for c in (honest, other):
+                assert await c.open_session() == 200
+                c.request({"v": 1, "op": "bulk", "size_bytes": 1 << 40})
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            seq = 1
+            marks: dict[str, int] = {}
+            while loop.time() - t0 < duration_s:
+                elapsed = loop.time() - t0
+                if elapsed >= obey_s and not marks:
+                    marks = {"honest": honest.frame_bytes_received,
+                             "other": other.frame_bytes_received}
+                obeying = competitor == "liar" and elapsed < obey_s
+                for c, window in ((honest, honest_window_bytes),
+                                  (other, OBEY_WINDOW_BYTES if obeying else 1 << 62)):
+                    echo = c.all_frames[-1][1].header.send_time_us if c.all_frames else 0
+                    c.send_grant(Grant(seq, seq, c.frame_bytes_received, window, echo, 0))
+                seq += 1
+                await asyncio.sleep(0.001)
+            got = {"honest": honest.frame_bytes_received - marks["honest"],
+                   "other": other.frame_bytes_received - marks["other"]}
+    finally:
+        if emu is not None:
+            await _stop(emu)
+        await _stop(server)
+    emu_summary = json.loads((out / "emulator.json").read_text())
+    return {"competitor": competitor, "obey_s": obey_s, "measured_s": duration_s - obey_s,
+            "honest_bytes": got["honest"], "other_bytes": got["other"],
+            "honest_share": got["honest"] / max(1, got["honest"] + got["other"]),
+            "loss_rate": emu_summary["loss_rate"],
+            "queuing_delay_ms": emu_summary["queuing_delay_ms"]}
+
+
+@pytest.mark.skipif(not os.environ.get("NUWA_LONG"), reason="long measurement: NUWA_LONG=1")
+def test_honest_flow_keeps_its_share_against_a_late_liar(tmp_path: Path) -> None:
+    """An honest flow (fixed 100 kB window) shares a 12 Mbit/s bottleneck with a receiver
+    that obeys 150 kB for 25 s and then grants 2^62, and, in a second run, with one that
+    grants 2^62 from the start (Cubic's behaviour under the ceiling). Over the 20 s after
+    the lie, the honest flow's share against the liar is at least its share against the
+    Cubic competitor (− 0.05 of run noise). Writes out/reliability/share.json."""
+    cubic = run(measure_pair(tmp_path / "cubic", "cubic", 45.0, 25.0))
+    liar = run(measure_pair(tmp_path / "liar", "liar", 45.0, 25.0))
+    dest = REPO_ROOT / "out" / "reliability"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "share.json").write_text(json.dumps({"runs": [cubic, liar]}, indent=1))
+    print(json.dumps(cubic))
+    print(json.dumps(liar))
+    assert liar["honest_share"] >= cubic["honest_share"] - 0.05, (liar, cubic)
+
+
 # --------------------------------------------------------------------------- parsers (item 2)
 
 _FUZZ = settings(max_examples=FUZZ_CASES, deadline=None, derandomize=True,
