@@ -93,16 +93,27 @@ def qd_error(
 
 
 def grant_violations(server_log_dir: Path) -> dict[str, Any]:
-    """Recompute grant obedience from ``frames.jsonl`` and ``grants.jsonl``.
+    """Recompute grant obedience from ``frames.jsonl`` and ``grants.jsonl``, session by
+    session (each session directory has its own byte count and grants: a page that
+    reconnects, e.g. after Chromium's blackhole detection in an outage, has two).
 
-    Returns ``{"violations", "frames", "max_excess_bytes"}``.
+    Returns ``{"violations", "frames", "max_excess_bytes"}`` summed over sessions
+    (``max_excess_bytes``: the largest).
     """
-    frames: list[dict[str, Any]] = []
-    grants: list[dict[str, Any]] = []
-    for d in sorted(server_log_dir.glob("**/frames.jsonl")):
-        frames.extend(_jsonl(d))
-    for d in sorted(server_log_dir.glob("**/grants.jsonl")):
-        grants.extend(g for g in _jsonl(d) if g.get("accepted"))
+    total = {"violations": 0, "frames": 0, "max_excess_bytes": 0}
+    for path in sorted(server_log_dir.glob("**/frames.jsonl")):
+        one = _session_grant_violations(path.parent)
+        total["violations"] += one["violations"]
+        total["frames"] += one["frames"]
+        total["max_excess_bytes"] = max(total["max_excess_bytes"], one["max_excess_bytes"])
+    return total
+
+
+def _session_grant_violations(session_dir: Path) -> dict[str, Any]:
+    frames: list[dict[str, Any]] = _jsonl(session_dir / "frames.jsonl")
+    grants_path = session_dir / "grants.jsonl"
+    grants: list[dict[str, Any]] = (
+        [g for g in _jsonl(grants_path) if g.get("accepted")] if grants_path.exists() else [])
     grants.sort(key=lambda g: g["recv_time_us"])
     frames.sort(key=lambda f: (f["send_time_us"], f["seq"]))
     g_times = [g["recv_time_us"] for g in grants]
