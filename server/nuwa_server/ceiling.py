@@ -91,6 +91,8 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         self._prev_round_max_flight_bytes = 0
         self._round_cwnd_limited = False
         self._prev_round_cwnd_limited = False
+        self._round_held_back = False
+        self._prev_round_held_back = False
         self._round_acked_bytes = 0
         self._pipeack_samples: deque[tuple[float, int]] = deque()
         self._last_ack_now_s: float | None = None
@@ -112,8 +114,7 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         that under-reports what it received would hold the grant count at the window
         with little in flight and grow the window on the ACKs of that little, for a
         burst later. Called by the server's pump."""
-        if 2 * self.bytes_in_flight >= self.congestion_window:
-            self._round_cwnd_limited = True
+        self._round_held_back = True
 
     def cwnd_limited(self) -> bool:
         """Whether the window is in use, so that an ACK may grow it.
@@ -123,11 +124,16 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         start): true when, in the current or the previous round, a send left bytes
         in flight within :data:`CWND_LIMITED_SLACK_PACKETS` packets of the window
         or the sender reported being held back by this window
-        (:meth:`on_window_limited`); in slow start also while the window is below
-        twice the largest flight of those rounds.
+        (:meth:`on_window_limited`) and at least half the window is in flight now
+        (checked at each ACK, so the window stops at about twice the flight of a
+        sender held back by anything else); in slow start also while the window is
+        below twice the largest flight of those rounds.
         """
         if self._round_cwnd_limited or self._prev_round_cwnd_limited:
             return True
+        held_back = self._round_held_back or self._prev_round_held_back
+        if held_back and 2 * self.bytes_in_flight >= self.congestion_window:
+            return True  # RFC 7661 §4.2: at least half the window in flight (now)
         if self.ssthresh is None or self.congestion_window < self.ssthresh:
             used = max(self._round_max_flight_bytes, self._prev_round_max_flight_bytes)
             return self.congestion_window < 2 * used
@@ -147,8 +153,10 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         self._round_acked_bytes = 0
         self._prev_round_max_flight_bytes = self._round_max_flight_bytes
         self._prev_round_cwnd_limited = self._round_cwnd_limited
+        self._prev_round_held_back = self._round_held_back
         self._round_max_flight_bytes = self.bytes_in_flight
         self._round_cwnd_limited = False
+        self._round_held_back = False
         self._round_start_s = None
 
     # ------------------------------------------------------------------ restarts
@@ -226,7 +234,9 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         if start is not None and packet.sent_time is not None and packet.sent_time >= start:
             self._close_round(now)
         if self.cwnd_limited():
-            limited_by_use = not (self._round_cwnd_limited or self._prev_round_cwnd_limited)
+            held = self._round_held_back or self._prev_round_held_back
+            limited_by_use = not (self._round_cwnd_limited or self._prev_round_cwnd_limited
+                                  or (held and 2 * self.bytes_in_flight >= self.congestion_window))
             before = self.congestion_window
             super().on_packet_acked(now=now, packet=packet)
             if limited_by_use:
