@@ -811,7 +811,9 @@ def test_honest_flow_keeps_its_share_against_a_late_liar(tmp_path: Path) -> None
     that obeys 150 kB for 25 s and then grants 2^62, and, in a second run, with one that
     grants 2^62 from the start (Cubic's behaviour under the ceiling). Over the 20 s after
     the lie, the honest flow's share against the liar is at least its share against the
-    Cubic competitor (− 0.05 of run noise). Writes out/reliability/share.json."""
+    Cubic competitor − 0.10 (run noise: two runs of each gave 0.549 / 0.620 against the
+    Cubic competitor and 0.606 / 0.568 against the liar). Writes
+    out/reliability/share.json."""
     cubic = run(measure_pair(tmp_path / "cubic", "cubic", 45.0, 25.0))
     liar = run(measure_pair(tmp_path / "liar", "liar", 45.0, 25.0))
     dest = REPO_ROOT / "out" / "reliability"
@@ -819,7 +821,7 @@ def test_honest_flow_keeps_its_share_against_a_late_liar(tmp_path: Path) -> None
     (dest / "share.json").write_text(json.dumps({"runs": [cubic, liar]}, indent=1))
     print(json.dumps(cubic))
     print(json.dumps(liar))
-    assert liar["honest_share"] >= cubic["honest_share"] - 0.05, (liar, cubic)
+    assert liar["honest_share"] >= cubic["honest_share"] - 0.10, (liar, cubic)
 
 
 # --------------------------------------------------------------------------- parsers (item 2)
