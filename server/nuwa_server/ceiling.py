@@ -1,112 +1,284 @@
-"""The loss-based ceiling under Nuwa's grants: aioquic's Cubic, except after
-persistent congestion.
+"""The loss-based ceiling under Nuwa's grants: aioquic's Cubic, validated by use,
+restarting where the RFCs aim after an outage.
 
 In ``nuwa`` and ``oracle`` modes the server sends at most min(grant, cwnd): the
 receiver's delay-based grant is the control, and Cubic's window is only a
-safety ceiling against loss. A downlink outage (12 s on the Lumos LTE trace)
-leaves every packet in flight unacknowledged, so aioquic declares persistent
-congestion (RFC 9002 §7.6) and also leaves ssthresh near the minimum window
-(computed from a flight that was just emptied by the loss). The ceiling then
-regrows in congestion avoidance at about one packet per RTT and caps the link
-at a few percent of its capacity for many seconds after it returns, however
-large the receiver's grant is (docs/RELIABILITY.md, "Link outages").
+safety ceiling against loss. Two things make aioquic's Cubic a poor ceiling:
 
-This class keeps RFC 9002 §7.6.2's rule (the window drops to the minimum
-window) but restarts slow start from there, as a fresh connection would
-(RFC 9002 §7.3.1; RFC 7661 §4.1 restarts after an idle period the same way):
-the ceiling doubles per RTT back to where the grant is, and the grant, not the
-ceiling, keeps the queue bounded. The same restart follows the two other ways
-an outage shows up in aioquic: losses declared long after sending without
-persistent congestion, and Cubic's reset of the window after 2 s without an
-ACK (``K_CUBIC_MAX_IDLE_TIME``; RFC 7661 §4.1 in spirit). The Cubic baselines
-(``--cc cubic``) keep aioquic's Cubic unchanged.
+1. **It grows on every ACK whether or not the window is used.** Under a grant
+   the sender is almost never cwnd-limited, so the window grew without bound
+   (issue 13: 9.8 MB of ceiling over 0.38 MB in flight; Cubic alone peaked at
+   1.5 MB), and a receiver that behaved and then granted 2^62 got a burst of
+   that size paced at ceiling/srtt. Here the window grows only while it is
+   used (RFC 9002 §7.8, RFC 9438 §5.8): see :meth:`NuwaCeilingCongestionControl.cwnd_limited`
+   for the exact test (Linux's ``tcp_is_cwnd_limited``), and Cubic's clock
+   ``t`` stops while the window is unused, so its target does not accumulate
+   either (RFC 9438 §5.8).
+
+2. **An outage leaves it at the minimum window for seconds.** A downlink outage
+   (12 s on the Lumos LTE trace) shows up three ways: persistent congestion
+   (RFC 9002 §7.6), losses declared long after sending, or Cubic's own reset
+   of the window after 2 s without an ACK (``K_CUBIC_MAX_IDLE_TIME``). aioquic
+   then either computes ssthresh from a flight the loss just emptied (near the
+   minimum window) or leaves slow start to its delay-based exit, which the
+   outage's late RTT samples trigger at once; the ceiling regrew at about one
+   packet per RTT (docs/RELIABILITY.md, "Link outages"). Here each restart slow
+   starts (RFC 9002 §7.3.1) toward an explicit ssthresh computed from the flight
+   actually in use before the outage (RFC 7661 §4.4.1, RFC 9438 §4.6, RFC 5681
+   §4.1, RFC 7661 §4.4.3; see :meth:`NuwaCeilingCongestionControl.on_packets_lost`
+   and :meth:`~NuwaCeilingCongestionControl.on_packet_sent`), then continues in
+   Cubic's avoidance toward the window before the outage.
+
+The Cubic baselines (``--cc cubic``) keep aioquic's Cubic unchanged. Sans-I/O:
+every time comes from the packets and ``now`` arguments aioquic passes (s).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 
-from aioquic.quic.congestion.base import register_congestion_control
-from aioquic.quic.congestion.cubic import K_CUBIC_MAX_IDLE_TIME, CubicCongestionControl
+from aioquic.quic.congestion.base import (
+    K_INITIAL_WINDOW,
+    K_MINIMUM_WINDOW,
+    register_congestion_control,
+)
+from aioquic.quic.congestion.cubic import (
+    K_CUBIC_LOSS_REDUCTION_FACTOR,
+    K_CUBIC_MAX_IDLE_TIME,
+    CubicCongestionControl,
+)
 from aioquic.quic.packet_builder import QuicSentPacket
 
 CEILING_NAME = "nuwa_ceiling"
 OUTAGE_LOSS_AGE_S = 1.0
 """A loss declared at least this long (and 8 RTTs) after the packet was sent is an outage's."""
 
+CWND_LIMITED_SLACK_PACKETS = 2
+"""A send that leaves bytes in flight within this many max-size packets of the window
+counts as cwnd-limited: the server's pump stops before a frame (≤ one packet) that
+would not fit, so a window-limited round always ends within one packet of cwnd."""
+
+PIPEACK_MIN_PERIOD_S = 1.0
+"""pipeACK sampling period is max(3 RTT, this), s (RFC 7661 §4.2, as its Linux
+reference implementation sets it)."""
+
+IDLE_SSTHRESH_FRACTION = 0.75
+"""After an idle reset ssthresh keeps at least ¾ of the window before (RFC 7661 §4.4.3)."""
+
 
 class NuwaCeilingCongestionControl(CubicCongestionControl):
-    """aioquic Cubic that slow-starts again when an outage shows: persistent congestion
-    (RFC 9002 §7.6), losses declared long after sending, or Cubic's own window reset after
-    2 s without an ACK.
+    """aioquic Cubic that grows only while its window is used and restarts slow start
+    toward the flight in use after an outage (module doc).
 
-    The restart runs until the window is back at the window before the loss
-    (Cubic's ``W_max``) or a new loss: aioquic's delay-increase exit from slow
-    start (its RTT monitor, HyStart-like) is skipped meanwhile, because the
-    first RTT samples after an outage belong to packets that waited through it
-    (seconds) and would end the restart at once (seen end to end: the ceiling
-    then grew by about one packet per RTT; docs/RELIABILITY.md "Link outages").
+    Attributes (read-only for callers; counters for logs and tests):
+        acks_not_grown: ACKs that did not grow the window because it was not used.
+        restarts: outage restarts so far (persistent congestion, outage-age
+            losses, idle resets).
     """
 
     def __init__(self, max_datagram_size: int) -> None:
         super().__init__(max_datagram_size=max_datagram_size)
+        self._mss_bytes = max_datagram_size
         self._restart_target_bytes: int | None = None
+        """ssthresh of an outage restart still in slow start (None: none running)."""
+        self._restart_w_max_bytes = 0
+        # Rounds (one RTT of sends each, as Linux's cwnd_usage_seq): a round starts at
+        # the first send after the previous one closed and closes when a packet sent
+        # in it is acknowledged.
+        self._round_start_s: float | None = None
+        self._round_max_flight_bytes = 0
+        self._prev_round_max_flight_bytes = 0
+        self._round_cwnd_limited = False
+        self._prev_round_cwnd_limited = False
+        self._round_held_back = False
+        self._prev_round_held_back = False
+        self._round_acked_bytes = 0
+        self._pipeack_samples: deque[tuple[float, int]] = deque()
+        self._last_ack_now_s: float | None = None
+        self._loss_flight_bytes = 0
+        self._pipeack_at_loss_bytes = 0
+        self.acks_not_grown = 0
+        self.restarts = 0
 
-    def _restart(self, target_bytes: int) -> None:
-        """Slow start again (RFC 9002 §7.3.1) from the current window until it is back at
-        ``target_bytes`` (the largest target of restarts still running) or a new loss."""
-        self.ssthresh = None
-        self._first_slow_start = True
-        self._starting_congestion_avoidance = False
-        self._restart_target_bytes = max(self._restart_target_bytes or 0, target_bytes)
+    # ------------------------------------------------------------------ window validation
 
-    def _largest_window_bytes(self) -> int:
-        """The window now or, if larger, Cubic's window before its last reduction, bytes."""
-        return max(self.congestion_window, self._W_max or 0)
+    def on_window_limited(self) -> None:
+        """The sender had a frame the grant's window allowed, but the ceiling held it back:
+        the pacer had no budget (RFC 9002 §7.8: a window is underutilized only when
+        sending is not pacing limited), or the grant rule's own count of outstanding
+        bytes (which includes bytes delivered but not yet reported) reached this window
+        before the transport's bytes in flight did. Either way the window is what limits
+        the sender, so it is in use, provided at least half of it is in flight (RFC 7661
+        §4.2's validated phase: pipeACK ≥ ½ cwnd). Without that condition a receiver
+        that under-reports what it received would hold the grant count at the window
+        with little in flight and grow the window on the ACKs of that little, for a
+        burst later. Called by the server's pump."""
+        self._round_held_back = True
+
+    def cwnd_limited(self) -> bool:
+        """Whether the window is in use, so that an ACK may grow it.
+
+        Linux's ``tcp_is_cwnd_limited`` (RFC 9002 §7.8, RFC 9438 §5.8, and
+        draft-ietf-ccwg-ratelimited-increase §3's limit(maxFS) = 2·maxFS in slow
+        start): true when, in the current or the previous round, a send left bytes
+        in flight within :data:`CWND_LIMITED_SLACK_PACKETS` packets of the window
+        or the sender reported being held back by this window
+        (:meth:`on_window_limited`) and at least half the window is in flight now
+        (checked at each ACK, so the window stops at about twice the flight of a
+        sender held back by anything else); in slow start also while the window is
+        below twice the largest flight of those rounds.
+        """
+        if self._round_cwnd_limited or self._prev_round_cwnd_limited:
+            return True
+        held_back = self._round_held_back or self._prev_round_held_back
+        if held_back and 2 * self.bytes_in_flight >= self.congestion_window:
+            return True  # RFC 7661 §4.2: at least half the window in flight (now)
+        if self.ssthresh is None or self.congestion_window < self.ssthresh:
+            used = max(self._round_max_flight_bytes, self._prev_round_max_flight_bytes)
+            return self.congestion_window < 2 * used
+        return False
+
+    def pipeack_bytes(self, now: float) -> int:
+        """RFC 7661 §4.2 pipeACK: the most bytes acknowledged in one round over the last
+        max(3 RTT, 1 s); 0 when no round closed in that period."""
+        horizon = now - max(3 * self.rtt, PIPEACK_MIN_PERIOD_S)
+        samples = self._pipeack_samples
+        while samples and samples[0][0] < horizon:
+            samples.popleft()
+        return max((b for _, b in samples), default=0)
+
+    def _close_round(self, now: float) -> None:
+        self._pipeack_samples.append((now, self._round_acked_bytes))
+        self._round_acked_bytes = 0
+        self._prev_round_max_flight_bytes = self._round_max_flight_bytes
+        self._prev_round_cwnd_limited = self._round_cwnd_limited
+        self._prev_round_held_back = self._round_held_back
+        self._round_max_flight_bytes = self.bytes_in_flight
+        self._round_cwnd_limited = False
+        self._round_held_back = False
+        self._round_start_s = None
+
+    # ------------------------------------------------------------------ restarts
+
+    def _restart(self, *, ssthresh_bytes: int, w_max_bytes: int) -> None:
+        """Slow start (RFC 9002 §7.3.1) from the current window up to ``ssthresh_bytes``,
+        then Cubic's avoidance (RFC 9438 §4.2) toward ``w_max_bytes``. A restart still
+        in slow start keeps the larger of its aims (several outage signals in a row)."""
+        if self._restart_target_bytes is not None:
+            ssthresh_bytes = max(ssthresh_bytes, self._restart_target_bytes)
+            w_max_bytes = max(w_max_bytes, self._restart_w_max_bytes)
+        self.ssthresh = max(int(ssthresh_bytes), K_MINIMUM_WINDOW * self._mss_bytes)
+        self._W_max = max(int(w_max_bytes), self.ssthresh)
+        # RFC 9438 §4.2: a new avoidance epoch (t, K from W_max) begins when slow start ends
+        self._first_slow_start = False
+        self._starting_congestion_avoidance = True
+        self._restart_target_bytes = self.ssthresh
+        self._restart_w_max_bytes = self._W_max
+        self.restarts += 1
 
     def on_persistent_congestion(self) -> None:
-        super().on_persistent_congestion()  # window → minimum (RFC 9002 §7.6.2)
-        self._restart(self._W_max)
+        """RFC 9002 §7.6.2: window → minimum window; then slow start toward
+        β_cubic · max(pipeACK, LossFlightSize) (RFC 9438 §4.6, RFC 7661 §4.4.1)."""
+        w_max = self._W_max  # set by the loss that preceded (RFC 9438 §4.6)
+        super().on_persistent_congestion()  # cwnd = kMinimumWindow (RFC 9002 §7.6.2)
+        self._restart(ssthresh_bytes=self._loss_restart_aim(), w_max_bytes=w_max)
+
+    def _loss_restart_aim(self) -> int:
+        # RFC 7661 §4.4.1: the response to a loss measures the flight from
+        # max(pipeACK, LossFlightSize), not from a window that was not in use;
+        # RFC 9438 §4.6: Cubic's ssthresh = flight × β_cubic (0.7).
+        flight = max(self._pipeack_at_loss_bytes, self._loss_flight_bytes)
+        return int(flight * K_CUBIC_LOSS_REDUCTION_FACTOR)
 
     def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
+        """Account the send; after aioquic's idle reset restart toward the window before.
+
+        aioquic resets the window to the initial window when a packet goes out 2 s after
+        the last ACK (a PTO probe into an outage) and leaves slow start to its delay exit,
+        which the outage's late RTT samples end at once (seen on full-capacity Lumos LTE:
+        871 → 18 packets, regrowing ~1 packet per RTT). Here: RFC 5681 §4.1 restart
+        window min(IW, cwnd), slow start toward ssthresh = max(ssthresh, ¾·cwnd before)
+        (RFC 7661 §4.4.3), then Cubic toward the window before the silence.
+        """
         sent_s = packet.sent_time
         idle = (
             sent_s is not None
             and self.last_ack != 0.0
             and sent_s - self.last_ack >= K_CUBIC_MAX_IDLE_TIME
         )
-        if not idle:
+        if idle:
+            before_bytes = self.congestion_window
+            ssthresh_before = self.ssthresh
+            super().on_packet_sent(packet=packet)  # aioquic's reset: window = IW
+            # RFC 5681 §4.1: restart window RW = min(IW, cwnd)
+            self.congestion_window = min(K_INITIAL_WINDOW * self._mss_bytes, before_bytes)
+            aim = max(ssthresh_before or 0, int(IDLE_SSTHRESH_FRACTION * before_bytes))
+            self._restart(ssthresh_bytes=aim, w_max_bytes=before_bytes)  # RFC 7661 §4.4.3
+            # every probe sent while still idle resets again; the aims stay the largest
+        else:
             super().on_packet_sent(packet=packet)
-            return
-        before_bytes = self._largest_window_bytes()
-        super().on_packet_sent(packet=packet)  # aioquic resets the window after 2 s without an ACK
-        # The reset leaves slow start to aioquic's delay-based exit, which the late RTT samples
-        # of an outage end at once (seen on full-capacity Lumos LTE: the ceiling went 871 → 18
-        # packets and regrew ~1 packet per RTT). Restart toward the window before the silence.
-        # Every probe sent while still idle resets again; the target stays the largest.
-        self._restart(before_bytes)
+        if self._round_start_s is None:
+            self._round_start_s = sent_s
+        flight = self.bytes_in_flight
+        if flight > self._round_max_flight_bytes:
+            self._round_max_flight_bytes = flight
+        if flight + CWND_LIMITED_SLACK_PACKETS * self._mss_bytes >= self.congestion_window:
+            self._round_cwnd_limited = True
+
+    def on_packet_acked(self, *, now: float, packet: QuicSentPacket) -> None:
+        """Grow as Cubic only while :meth:`cwnd_limited`; otherwise only account the ACK
+        and stop Cubic's clock (RFC 9438 §5.8: t excludes application-limited time)."""
+        self._round_acked_bytes += packet.sent_bytes
+        start = self._round_start_s
+        if start is not None and packet.sent_time is not None and packet.sent_time >= start:
+            self._close_round(now)
+        if self.cwnd_limited():
+            held = self._round_held_back or self._prev_round_held_back
+            limited_by_use = not (self._round_cwnd_limited or self._prev_round_cwnd_limited
+                                  or (held and 2 * self.bytes_in_flight >= self.congestion_window))
+            before = self.congestion_window
+            super().on_packet_acked(now=now, packet=packet)
+            if limited_by_use:
+                # slow start while not cwnd-limited: at most 2 × the flight in use
+                # (draft-ietf-ccwg-ratelimited-increase §3, Linux tcp_is_cwnd_limited)
+                used = max(self._round_max_flight_bytes, self._prev_round_max_flight_bytes)
+                self.congestion_window = min(self.congestion_window, max(before, 2 * used))
+        else:
+            # RFC 9002 §7.8: the window is underutilized, so it SHOULD NOT grow
+            self.bytes_in_flight -= packet.sent_bytes
+            self.last_ack = packet.sent_time if packet.sent_time is not None else self.last_ack
+            self.acks_not_grown += 1
+            in_epoch = self.ssthresh is not None and not self._starting_congestion_avoidance
+            if in_epoch and self._last_ack_now_s is not None and now > self._last_ack_now_s:
+                self._t_epoch += now - self._last_ack_now_s  # RFC 9438 §5.8
+        self._last_ack_now_s = now
+        target = self._restart_target_bytes
+        if target is not None and self.congestion_window >= target:
+            self._restart_target_bytes = None  # the restart's slow start is over
 
     def on_packets_lost(self, *, now: float, packets: Iterable[QuicSentPacket]) -> None:
+        """Cubic's decrease; a loss found long after sending is an outage's: restart.
+
+        A loss declared at least :data:`OUTAGE_LOSS_AGE_S` (and 8 RTTs) after sending
+        means the path was dark, not congested (congestion is found ~1 RTT after
+        sending). aioquic's decrease then computed ssthresh from the flight left
+        after removing the lost packets (near zero); the restart instead slow starts
+        toward β_cubic · max(pipeACK, LossFlightSize) (RFC 7661 §4.4.1, RFC 9438 §4.6).
+        Any other loss ends a running restart (Cubic as usual).
+        """
         packets = list(packets)
-        sent_last = max((p.sent_time for p in packets if p.sent_time is not None), default=now)
+        sent_last: float = max((p.sent_time for p in packets if p.sent_time is not None),
+                               default=now)
         outage = now - sent_last >= max(OUTAGE_LOSS_AGE_S, 8 * self.rtt)
-        before_bytes = self._largest_window_bytes()
+        # RFC 7661 §4.4.1 LossFlightSize: the flight when the loss was found, lost included
+        self._loss_flight_bytes = self.bytes_in_flight
+        self._pipeack_at_loss_bytes = self.pipeack_bytes(now)
         super().on_packets_lost(now=now, packets=packets)
         if outage:
-            # Declared lost long after it was sent: the path was dark, not congested (a loss
-            # found ~1 RTT after sending is congestion). Restart as after persistent congestion,
-            # from where Cubic's decrease left the window, back toward the window before.
-            self._restart(before_bytes)
+            self._restart(ssthresh_bytes=self._loss_restart_aim(), w_max_bytes=self._W_max)
         else:
-            self._restart_target_bytes = None  # a new loss ends the restart (Cubic as usual)
-
-    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
-        target = self._restart_target_bytes
-        if target is not None and self.congestion_window < target:
-            self.rtt = rtt  # keep Cubic's RTT; no delay-based slow-start exit during the restart
-            return
-        self._restart_target_bytes = None
-        super().on_rtt_measurement(now=now, rtt=rtt)
+            self._restart_target_bytes = None
 
 
 register_congestion_control(CEILING_NAME, NuwaCeilingCongestionControl)

@@ -59,7 +59,7 @@ from aioquic.quic.events import (
     StreamReset,
 )
 
-from .ceiling import CEILING_NAME
+from .ceiling import CEILING_NAME, NuwaCeilingCongestionControl
 from .content import ContentError, ContentRoot, satisfiable_range
 from .grants import FloodGuard, GrantConfig, GrantDecision, GrantState, WriteBudget
 from .oracle_sender import (
@@ -122,6 +122,17 @@ the value of H3_EXCESSIVE_LOAD (RFC 9114 §8.1), whose meaning it has."""
 
 CLOSE_WEBTRANSPORT_SESSION_CAPSULE = 0x2843
 """Capsule type (draft-ietf-webtrans-http3-02 §5, RFC 9297 §3.2): u32 code + UTF-8 reason."""
+
+MAX_SESSIONS_PER_CONNECTION = 4
+"""Open WebTransport sessions one QUIC connection may hold; a CONNECT beyond it is refused
+with :data:`TOO_MANY_SESSIONS_STATUS` (the player holds one at a time: SessionManager)."""
+
+TOO_MANY_SESSIONS_STATUS = 429
+"""HTTP status of a CONNECT refused for :data:`MAX_SESSIONS_PER_CONNECTION` (RFC 6585 §4)."""
+
+CLOSED_SESSIONS_KEPT = 16
+"""Closed sessions :class:`ServerContext` keeps for inspection (``recent_sessions``);
+older ones are forgotten, so a long-running server's memory does not grow with churn."""
 
 FLOOD_CONNECTION_CLOSE_DELAY_S = 0.2
 """After a flood, the QUIC connection is closed this long after the session's close
@@ -471,6 +482,9 @@ class NuwaSession:
         self.closed = False
         self.close_reason = ""
         self.end_time_us: int | None = None
+        self.serial = 0
+        """Opening order on the server (set by :meth:`ServerContext.add_session`)."""
+        self.on_closed: Callable[[NuwaSession], None] | None = None
         directory = Path(config.log_dir) / name if config.log_dir else None
         self.log = SessionLog(directory)
         self.log.event("config", session=name, session_id=session_id, **asdict(config),
@@ -602,10 +616,15 @@ class NuwaSession:
         if not self.closed:
             self.active.append(stream)
 
-    def on_datagram(self, data: bytes) -> GrantDecision:
-        """A grant datagram's payload (after the quarter stream id); logs it."""
+    def on_datagram(self, data: bytes, connection_flooded: bool = False) -> GrantDecision:
+        """A grant datagram's payload (after the quarter stream id); logs it.
+
+        ``connection_flooded``: the connection's own guard (all its sessions' datagrams
+        together, :class:`NuwaProtocol`) found this datagram beyond its bucket; the
+        session is then flooded as if its own bucket were empty.
+        """
         t_us = now_us()
-        if self.flooded or not self.flood.take(t_us):
+        if self.flooded or not self.flood.take(t_us) or connection_flooded:
             if not self.flooded:
                 self.flooded = True
                 logger.warning("session %s: grant flood (%d datagrams in %.3f s, more than %d "
@@ -614,7 +633,8 @@ class NuwaSession:
                                self.flood.burst, self.flood.rate_per_s, GRANT_FLOOD_CLOSE_CODE)
                 self.log.event("grant_flood", datagrams=self.flood.datagrams,
                                rate_per_s=self.flood.rate_per_s, burst=self.flood.burst,
-                               close_code=GRANT_FLOOD_CLOSE_CODE)
+                               close_code=GRANT_FLOOD_CLOSE_CODE,
+                               scope="connection" if connection_flooded else "session")
             self.grants.grants_dropped["flood"] += 1
             return GrantDecision(False, "flood", None, self.grants.window_bytes,
                                  self.grants.cum_received_bytes, None)
@@ -708,6 +728,8 @@ class NuwaSession:
         self.log.close(summary)
         logger.info("session %s closed (%s): %s", self.name, reason,
                     json.dumps(summary, default=str))
+        if self.on_closed is not None:
+            self.on_closed(self)
         return unfinished
 
 
@@ -718,12 +740,21 @@ class NuwaSession:
 class ServerContext:
     """What every connection of one server shares: config, content root, sessions.
 
-    ``sessions`` keeps every session ever created (tests inspect them).
+    ``sessions`` holds the open sessions only: a closed session moves to
+    ``recently_closed`` (the last :data:`CLOSED_SESSIONS_KEPT`, for inspection) and is
+    then forgotten, so memory stays flat under session churn (issue 13). Counters:
+    ``sessions_opened``, ``sessions_closed``, ``sessions_refused`` (CONNECTs refused
+    for :data:`MAX_SESSIONS_PER_CONNECTION`).
     """
 
     config: SessionConfig
     content_root: ContentRoot | None = None
     sessions: list[NuwaSession] = field(default_factory=list)
+    recently_closed: deque[NuwaSession] = field(
+        default_factory=lambda: deque(maxlen=CLOSED_SESSIONS_KEPT))
+    sessions_opened: int = 0
+    sessions_closed: int = 0
+    sessions_refused: int = 0
     connections: int = 0
     on_session: Callable[[NuwaSession], None] | None = None
     protocols: list[NuwaProtocol] = field(default_factory=list)
@@ -734,6 +765,26 @@ class ServerContext:
     oracle_sent_wire_bytes: dict[int, int] = field(default_factory=dict)
     """Oracle mode: UDP payload bytes sent to each peer port (server.py counts them)."""
     _oracle_log: IO[str] | None = None
+
+    def add_session(self, session: NuwaSession) -> None:
+        """Register a newly opened session; it is moved out of ``sessions`` when it closes."""
+        self.sessions_opened += 1
+        session.serial = self.sessions_opened
+        session.on_closed = self._session_closed
+        self.sessions.append(session)
+
+    def _session_closed(self, session: NuwaSession) -> None:
+        self.sessions_closed += 1
+        try:
+            self.sessions.remove(session)
+        except ValueError:
+            return
+        self.recently_closed.append(session)
+
+    def recent_sessions(self) -> list[NuwaSession]:
+        """Open sessions and the last :data:`CLOSED_SESSIONS_KEPT` closed ones, in
+        opening order."""
+        return sorted([*self.recently_closed, *self.sessions], key=lambda s: s.serial)
 
     @classmethod
     def create(cls, config: SessionConfig) -> ServerContext:
@@ -826,6 +877,10 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._wake_at: float | None = None
         self._wake_handle: Any = None
         self._pumping = False
+        self._flood = FloodGuard()
+        """Datagrams of all this connection's sessions together (issue 13: opening more
+        sessions must not multiply a connection's grant budget)."""
+        self.flooded = False
 
     def peer_port(self) -> int | None:
         """UDP port of the peer (the emulator's socket for one client), None before a path."""
@@ -882,11 +937,14 @@ class NuwaProtocol(QuicConnectionProtocol):
                 return
             session.on_stream_data(event.stream_id, event.data, event.stream_ended)
         elif isinstance(event, DatagramReceived):
+            connection_ok = self._flood.take(now_us())
             session = self._sessions.get(event.stream_id)
             if session is not None:
-                session.on_datagram(event.data)
+                session.on_datagram(event.data, connection_flooded=not connection_ok)
                 if session.flooded:
                     self._close_for_flood(session)
+            elif not connection_ok and not self.flooded:
+                self._close_for_flood(None)
         elif isinstance(event, DataReceived):
             session = self._sessions.get(event.stream_id)
             if session is not None and event.stream_ended:
@@ -900,7 +958,15 @@ class NuwaProtocol(QuicConnectionProtocol):
         method = headers.get(b":method")
         protocol = headers.get(b":protocol")
         path = headers.get(b":path", b"").split(b"?", 1)[0].decode("utf-8", "replace")
-        if method == b"CONNECT" and protocol == b"webtransport" and path == WEBTRANSPORT_PATH:
+        if (method == b"CONNECT" and protocol == b"webtransport" and path == WEBTRANSPORT_PATH
+                and len(self._sessions) >= MAX_SESSIONS_PER_CONNECTION):
+            self._context.sessions_refused += 1
+            logger.warning("connection %d: CONNECT refused with %d: %d sessions open, at most "
+                           "%d per connection", self._conn_index, TOO_MANY_SESSIONS_STATUS,
+                           len(self._sessions), MAX_SESSIONS_PER_CONNECTION)
+            self._h3.send_headers(event.stream_id, [(b":status", str(TOO_MANY_SESSIONS_STATUS)
+                                                     .encode())], end_stream=True)
+        elif method == b"CONNECT" and protocol == b"webtransport" and path == WEBTRANSPORT_PATH:
             self._h3.send_headers(
                 event.stream_id,
                 [(b":status", b"200"), (b"sec-webtransport-http3-draft", b"draft02")],
@@ -915,7 +981,7 @@ class NuwaProtocol(QuicConnectionProtocol):
             if self._context.oracle_window_bytes is not None:
                 session.grants.set_window(self._context.oracle_window_bytes)
             self._sessions[event.stream_id] = session
-            self._context.sessions.append(session)
+            self._context.add_session(session)
             logger.info("session %s opened (cc=%s)", name, self._config.cc)
             if self._context.on_session is not None:
                 self._context.on_session(session)
@@ -943,20 +1009,28 @@ class NuwaProtocol(QuicConnectionProtocol):
             except Exception:  # noqa: BLE001 - the stream may already be closed
                 logger.debug("could not end CONNECT stream", exc_info=True)
 
-    def _close_for_flood(self, session: NuwaSession) -> None:
-        """Close a flooding client: the session with a CLOSE_WEBTRANSPORT_SESSION capsule
-        (code :data:`GRANT_FLOOD_CLOSE_CODE`, reason "grant flood"), then the QUIC
-        connection with the same application error code."""
+    def _close_for_flood(self, session: NuwaSession | None) -> None:
+        """Close a flooding client: every session of the connection with a
+        CLOSE_WEBTRANSPORT_SESSION capsule (code :data:`GRANT_FLOOD_CLOSE_CODE`, reason
+        "grant flood"), then the QUIC connection with the same application error code.
+        ``session`` is the one whose datagram tripped a guard (None: a datagram for no
+        session tripped the connection's guard); it closes as ``grant_flood``, the
+        others as ``connection_grant_flood``."""
+        if self.flooded:
+            return
+        self.flooded = True
         reason = b"grant flood"
         payload = GRANT_FLOOD_CLOSE_CODE.to_bytes(4, "big") + reason
         capsule = encode_uint_var(CLOSE_WEBTRANSPORT_SESSION_CAPSULE) + encode_uint_var(
             len(payload)) + payload
-        if self._h3 is not None:
-            try:
-                self._h3.send_data(session.session_id, capsule, end_stream=False)
-            except Exception:  # noqa: BLE001 - the stream may already be closed
-                logger.debug("could not send the close capsule", exc_info=True)
-        self._close_session(session, "grant_flood")
+        others = [s for s in self._sessions.values() if s is not session]
+        for s in [session, *others] if session is not None else others:
+            if self._h3 is not None:
+                try:
+                    self._h3.send_data(s.session_id, capsule, end_stream=False)
+                except Exception:  # noqa: BLE001 - the stream may already be closed
+                    logger.debug("could not send the close capsule", exc_info=True)
+            self._close_session(s, "grant_flood" if s is session else "connection_grant_flood")
         self.transmit()
         self._loop.call_later(FLOOD_CONNECTION_CLOSE_DELAY_S, self._close_connection_for_flood)
 
@@ -1035,6 +1109,7 @@ class NuwaProtocol(QuicConnectionProtocol):
         pacer = loss._pacer
         payload_bytes = self._config.frame_payload_bytes
         queued = self._unsent_bytes()
+        ceiling_cc = isinstance(loss._cc, NuwaCeilingCongestionControl)
         blocked: set[int] = set()
         while len(blocked) < len(sessions):
             progressed = False
@@ -1056,22 +1131,29 @@ class NuwaProtocol(QuicConnectionProtocol):
                 # transport: RFC 9002 §7 window, nothing queued ahead of us
                 if queued or bytes_in_flight + frame_bytes + PACKET_OVERHEAD_BYTES > cwnd:
                     return
-                # aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0
-                if pacer.packet_time is not None:
-                    loop_now = self._loop.time()
-                    pacer.update_bucket(now=loop_now)
-                    if pacer.bucket_time <= 0:
-                        self._wake(loop_now + pacer.packet_time)
-                        return
                 t_us = now_us()
                 level = session.grants.poll_fallback(t_us)
                 if level is not None:
                     self._log_fallback(session, level, t_us)
                 budget = session.grants.budget(t_us, bytes_in_flight)
                 if not budget.allows(frame_bytes, cwnd):
+                    window = budget.window_bytes
+                    if ceiling_cc and window is not None and budget.allows(frame_bytes, window):
+                        # the grant allows it, the ceiling does not: the window is in use
+                        loss._cc.on_window_limited()  # type: ignore[attr-defined]
                     blocked.add(session.session_id)
                     self._wake_for_timeout(session, t_us)
                     continue
+                # aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0
+                if pacer.packet_time is not None:
+                    loop_now = self._loop.time()
+                    pacer.update_bucket(now=loop_now)
+                    if pacer.bucket_time <= 0:
+                        # the grant allows this frame: the window is in use (RFC 9002 §7.8)
+                        if ceiling_cc:
+                            loss._cc.on_window_limited()  # type: ignore[attr-defined]
+                        self._wake(loop_now + pacer.packet_time)
+                        return
                 self._write_frame(session, stream, ftype, payload, fin, budget, cwnd,
                                   bytes_in_flight)
                 for data, addr in self._quic.datagrams_to_send(now=self._loop.time()):

@@ -237,7 +237,7 @@ class WsNuwaConnection:
         self.session.log.event("transport", kind="websocket", grant_stream_id=GRANT_STREAM_ID)
         if context.oracle_window_bytes is not None:
             self.session.grants.set_window(context.oracle_window_bytes)
-        context.sessions.append(self.session)
+        context.add_session(self.session)
         self._grant_reader = GrantStreamReader()
         self._kick = asyncio.Event()
         self.grant_records = 0

@@ -189,3 +189,24 @@ def test_sidecar_roundtrip_and_time_mapping(tmp_path):
     assert server_send_us_to_log_ms(123_500_000, 123456, 25.0) == pytest.approx(69.0)
     with pytest.raises(ValueError):
         write_sidecar(log, {})
+
+
+def test_grant_violations_are_counted_per_session(tmp_path: Path) -> None:
+    """Two sessions in one server log (a page that reconnected after Chromium's blackhole
+    detection in an outage): each has its own byte count and grants, so the second
+    session's frames are not charged the first session's bytes (the merged count found
+    14896 false violations in e2e/outage.e2e.test.ts's video run)."""
+    from nuwa_server.bulk_metrics import grant_violations
+
+    def session(name: str, t0_us: int) -> None:
+        d = tmp_path / name
+        d.mkdir()
+        frames = [{"seq": i, "bytes": 1220, "send_time_us": t0_us + 1000 * i} for i in range(100)]
+        (d / "frames.jsonl").write_text("".join(json.dumps(f) + "\n" for f in frames))
+        grants = [{"recv_time_us": t0_us + 1000 * i + 500, "cum_received_bytes": 1220 * i,
+                   "window_bytes": 12_000, "accepted": True} for i in range(100)]
+        (d / "grants.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grants))
+
+    session("s1", 1_000_000)
+    session("s2", 5_000_000)
+    assert grant_violations(tmp_path) == {"violations": 0, "frames": 200, "max_excess_bytes": 0}

@@ -157,7 +157,7 @@ async def _get_and_bulk_over_websocket_with_grants_on_a_stream(tmp_path: Path) -
             seqs = sorted(f.header.seq for fs in frames.values() for f in fs)
             assert seqs == list(range(len(seqs)))  # one session-wide sequence
         await asyncio.sleep(0.05)
-        session = server.context.sessions[-1]
+        session = server.context.recent_sessions()[-1]
         assert session.grants.grants_accepted == 1
         assert session.grants.window_bytes == 1 << 20
         assert session.closed
@@ -191,7 +191,7 @@ async def _window_obeyed_until_the_next_grant(tmp_path: Path) -> None:
             frames = await _read_responses(ws, {0})
             assert frames[0][-1].header.frame_type == FrameType.END
         await asyncio.sleep(0.05)
-        session = server.context.sessions[-1]
+        session = server.context.recent_sessions()[-1]
         assert session.grants.grants_accepted == 2
         assert session.grants.grant_violations == 0
 
@@ -209,7 +209,7 @@ async def _grant_flood_closes_the_websocket(tmp_path: Path) -> None:
             close = decode_ws_frame(await asyncio.wait_for(ws.recv(), 5))
             assert (close.kind, close.code, close.reason) == ("close", 0x107, "grant flood")
         await asyncio.sleep(0.05)
-        assert server.context.sessions[-1].close_reason == "grant_flood"
+        assert server.context.recent_sessions()[-1].close_reason == "grant_flood"
 
 
 def test_bad_frames_and_wrong_path_or_subprotocol(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ async def _bulk_through_relay(tmp_path: Path, cc: str) -> dict[str, float]:
         server.close()
         await server.ws_server.wait_closed()
     m = analyze_log(log, trace)
-    session = server.context.sessions[-1]
+    session = server.context.recent_sessions()[-1]
     return {"qd_p95_ms": float(m.queuing_delay_ms["p95"] or 0.0),
             "qd_max_ms": float(m.queuing_delay_ms["max"] or 0.0),
             "dropped": m.packets["dropped"], "violations": session.grants.grant_violations,
