@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nuwa_server.emulator import parse_trace
+from nuwa_server.emulator import load_trace, parse_trace
 from nuwa_server.emulator.trace_stats import (
     bin_rates_mbps,
     distinct_gaps_ms,
@@ -86,17 +86,21 @@ def test_cli_fills_the_index_and_keeps_its_fields(tmp_path, capsys):
 
 @pytest.mark.skipif(not TRACES.is_dir(), reason="repo traces/ not present")
 def test_index_fields_match_the_trace_files():
-    """traces/index.json's stored statistics are those of the files (reproducible with the CLI)."""
+    """Every trace the repository holds is listed in traces/index.json with its size and the
+    statistics of the file (reproducible with the CLI); every entry has the three fields."""
     index = json.loads((TRACES / "index.json").read_text())
-    checked = 0
-    for entry in index["traces"]:
-        if entry["file"] in ("3G/mahimahi-tmobile-umts-driving.mahi",
-                             "3G/nyc2018-unknownop-3g-subway-cross.mahi"):
-            s = trace_stats(parse_trace((TRACES / entry["file"]).read_text().splitlines()))
-            assert entry["gap_p99_ms"] == pytest.approx(s.gap_p99_ms, abs=0.05)
-            assert entry["low_rate_share"] == pytest.approx(s.low_rate_share, abs=1e-4)
-            checked += 1
-    assert checked == 2
-    # The dev set's README (shared/traces) gives 16/64 ms and 30 % for the UMTS trace.
-    umts = next(e for e in index["traces"] if e["file"] == "3G/mahimahi-tmobile-umts-driving.mahi")
+    listed = {e["file"]: e for e in index["traces"]}
+    held = sorted(str(p.relative_to(TRACES)) for p in TRACES.glob("*/*.mahi"))
+    assert len(held) >= 18 and set(held) <= set(listed)
+    for e in listed.values():
+        assert {"gap_p90_ms", "gap_p99_ms", "low_rate_share"} <= set(e), e["file"]
+    for f in held:
+        e = listed[f]
+        assert e["size_bytes"] == (TRACES / f).stat().st_size, f
+        s = trace_stats(load_trace(TRACES / f))
+        assert e["gap_p90_ms"] == pytest.approx(s.gap_p90_ms, abs=0.05), f
+        assert e["gap_p99_ms"] == pytest.approx(s.gap_p99_ms, abs=0.05), f
+        assert e["low_rate_share"] == pytest.approx(s.low_rate_share, abs=1e-4), f
+    # The development set's published figures for the UMTS trace: 16/64 ms and 30 %.
+    umts = listed["3G/mahimahi-tmobile-umts-driving.mahi"]
     assert (umts["gap_p90_ms"], umts["gap_p99_ms"], umts["low_rate_share"]) == (16.0, 64.0, 0.3)
