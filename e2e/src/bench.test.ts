@@ -39,9 +39,28 @@ describe("bench harness", () => {
 
   it("every 3G/4G/low-band 5G trace in traces/ runs end to end; none above the machine's limit", () => {
     const t = listTraces();
-    expect(t.e2e.length).toBeGreaterThanOrEqual(8);
+    expect(t.e2e.length).toBeGreaterThanOrEqual(18);
     expect(t.e2e.every((x) => x.mean_mbps <= 60 && !x.family.includes("mmWave"))).toBe(true);
     expect(t.e2e.map((x) => x.family)).toEqual(expect.arrayContaining(["3G", "LTE-Saturator", "LTE-Lumos", "5G-lowband"]));
+    // issue 14: the ten New York City recordings are part of every benchmark (3G and LTE)
+    const nyc = t.e2e.filter((x) => x.name.startsWith("nyc20"));
+    expect(nyc.map((x) => x.path).sort()).toEqual(
+      [
+        "3G/nyc2018-unknownop-3g-subway-cross",
+        "3G/nyc2018-unknownop-3g-subway",
+        "3G/nyc2018-unknownop-3g-timessquare-1",
+        "4G/nyc2018-tmobile-lte-timessquare-static-cross",
+        "4G/nyc2018-unknownop-lte-subway-cross",
+        "4G/nyc2019-unknownop-lte-bus-3114405",
+        "4G/nyc2019-unknownop-lte-stationary-home3",
+        "4G/nyc2019-unknownop-lte-taxi-1",
+        "4G/nyc2019-unknownop-lte-walking-3201711",
+        "4G/nyc2019-unknownop-lte-walking-3205967",
+      ]
+        .map((f) => `traces/${f}.mahi`)
+        .sort(),
+    );
+    expect(nyc.filter((x) => x.family === "3G")).toHaveLength(3);
   });
 
   it("plans the matrix: bulk × queues × schemes, video, ratchet last; seeds repeat it", () => {

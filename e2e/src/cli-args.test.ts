@@ -36,4 +36,9 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^error: --duration must be 5\.\.3600 s/);
   });
+  it("a malformed --burst is refused before the bulk run starts", () => {
+    const r = run("e2e/src/cli-bulk.ts", ["--burst", "20-100"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^error: --burst: expected MIN\.\.MAX\[:SEED\]/);
+  });
 });

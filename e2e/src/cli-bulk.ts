@@ -1,13 +1,15 @@
 /**
  * `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno --duration S --json OUT [--out DIR]
- *   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]`
+ *   [--delay-ms 25] [--queue-packets 1000] [--cc JSON] [--burst MIN..MAX[:SEED]]`
  */
 import { writeFileSync } from "node:fs";
 import { type BulkScheme, describeBulk, runBulk } from "./bulk.js";
+import { burstVariant } from "./burst.js";
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 
 const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno|oracle --duration S [--json OUT] [--out DIR]
-  [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator`;
+  [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator
+  [--burst MIN..MAX[:SEED]]   run the trace's burst variant (gaps MIN..MAX ms, seed; traces/README.md), made into .cache/traces/`;
 const values = parseCli(USAGE, {
   trace: { type: "string", default: "traces/4G/mahimahi-tmobile-lte-short.mahi" },
   scheme: { type: "string", default: "nuwa" },
@@ -17,6 +19,7 @@ const values = parseCli(USAGE, {
   "delay-ms": { type: "string", default: "25" },
   "queue-packets": { type: "string", default: "1000" },
   cc: { type: "string", default: "{}" },
+  burst: { type: "string" },
 });
 const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as BulkScheme;
@@ -27,9 +30,18 @@ const duration_s = Number(values.duration);
 if (!(duration_s >= 5 && duration_s <= 3600)) {
   usageError(USAGE, `--duration must be 5..3600 s (got ${values.duration})`);
 }
+let trace = values.trace!;
+if (values.burst) {
+  try {
+    trace = burstVariant(trace, values.burst);
+  } catch (e) {
+    usageError(USAGE, (e as Error).message);
+  }
+  console.log(`burst variant: ${trace}`);
+}
 const out_dir = values.out ?? `out/bulk-${scheme}-${Date.now()}`;
 const r = await runBulk({
-  trace: values.trace!,
+  trace,
   scheme,
   duration_s,
   out_dir,

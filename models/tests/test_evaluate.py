@@ -1,6 +1,6 @@
 """The evaluation table's summary (evaluate.family_table) on hand-made rows."""
 
-from nuwa_rl.evaluate import FIXED_KS, family_table
+from nuwa_rl.evaluate import FIXED_KS, eval_traces, family_table
 
 
 def _row(family: str, rewards: dict[str, float]) -> dict[str, object]:
@@ -22,3 +22,13 @@ def test_family_summary_gives_best_worst_hindsight_and_the_target_lines() -> Non
     assert f"{100 * (hindsight - 1.5) / 1.5:+.1f} |" in md
     assert "Within 5 % of the best fixed k on every family: yes" in md
     assert "| 4G (2) | k=7 | 1.500 |" in md
+
+
+def test_eval_traces_include_the_new_york_recordings(monkeypatch) -> None:
+    """Issue 14: the ten New York City recordings are in the evaluation's trace list."""
+    monkeypatch.delenv("NUWA_TRACE_DIRS", raising=False)
+    names = {(family, p.name) for family, p in eval_traces()}
+    nyc = {n for n in names if n[1].startswith("nyc20")}
+    assert len(nyc) == 10 and len(names) >= 18
+    assert ("3G", "nyc2018-unknownop-3g-subway-cross.mahi") in nyc
+    assert ("4G", "nyc2019-unknownop-lte-walking-3201711.mahi") in nyc
