@@ -8,11 +8,13 @@ emulator is ``test_liar_vs_cubic_under_trace``, behind ``NUWA_LONG=1``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -549,6 +551,31 @@ async def _stop(proc: Any) -> None:
             await proc.wait()
 
 
+@contextlib.asynccontextmanager
+async def _server_behind_emulator(out: Path, cc: str, trace: Path,
+                                  queue_packets: int) -> AsyncIterator[int]:
+    """A ``cc``-mode server behind the emulator on ``trace`` (25 ms each way,
+    ``queue_packets`` drop-tail), logs under ``out``; yields the emulator's listen port
+    and stops both (the emulator first, so its summary is written)."""
+    server, ready = await _start_ready(
+        ["-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0", "--cc", cc,
+         "--state-dir", str(out / "state"), "--log-dir", str(out / "server")],
+        out / "server.stderr")
+    emu = None
+    try:
+        emu, emu_ready = await _start_ready(
+            ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0",
+             "--server", f"127.0.0.1:{ready['port']}", "--trace", str(trace),
+             "--delay-ms", "25", "--uplink-delay-ms", "25", "--queue-packets", str(queue_packets),
+             "--log", str(out / "emulator.log"), "--summary-json", str(out / "emulator.json")],
+            out / "emulator.stderr")
+        yield int(emu_ready["listen_port"])
+    finally:
+        if emu is not None:
+            await _stop(emu)
+        await _stop(server)
+
+
 async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float,
                            trace: Path = LIAR_TRACE,
                            queue_packets: int = LIAR_QUEUE_PACKETS,
@@ -568,20 +595,8 @@ async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float
     start (``peak_in_flight_after_bytes``).
     """
     out.mkdir(parents=True, exist_ok=True)
-    server, ready = await _start_ready(
-        ["-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0", "--cc", cc,
-         "--state-dir", str(out / "state"), "--log-dir", str(out / "server")],
-        out / "server.stderr")
-    emu = None
-    try:
-        emu, emu_ready = await _start_ready(
-            ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0",
-             "--server", f"127.0.0.1:{ready['port']}", "--trace", str(trace),
-             "--delay-ms", "25", "--uplink-delay-ms", "25", "--queue-packets", str(queue_packets),
-             "--log", str(out / "emulator.log"), "--summary-json", str(out / "emulator.json")],
-            out / "emulator.stderr")
-        async with connect("127.0.0.1", emu_ready["listen_port"],
-                           configuration=client_configuration(),
+    async with _server_behind_emulator(out, cc, trace, queue_packets) as port:
+        async with connect("127.0.0.1", port, configuration=client_configuration(),
                            create_protocol=WtClient) as client:
             assert isinstance(client, WtClient)
             assert await client.open_session() == 200
@@ -615,10 +630,6 @@ async def measure_receiver(out: Path, cc: str, behaviour: str, duration_s: float
                 await asyncio.sleep(0.001)
             elapsed_s = loop.time() - t0
             received = client.frame_bytes_received
-    finally:
-        if emu is not None:
-            await _stop(emu)
-        await _stop(server)
     emu_summary = json.loads((out / "emulator.json").read_text())
     (session_dir,) = (out / "server").iterdir()
     rows = read_jsonl(session_dir / "frames.jsonl")
@@ -754,19 +765,7 @@ async def measure_pair(out: Path, competitor: str, duration_s: float, obey_s: fl
     Returns each flow's bytes received after ``obey_s`` and the honest flow's share."""
     out.mkdir(parents=True, exist_ok=True)
     trace = _constant_trace(out / "constant.mahi", SHARE_RATE_MBPS)
-    server, ready = await _start_ready(
-        ["-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0", "--cc", "nuwa",
-         "--state-dir", str(out / "state"), "--log-dir", str(out / "server")],
-        out / "server.stderr")
-    emu = None
-    try:
-        emu, emu_ready = await _start_ready(
-            ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0",
-             "--server", f"127.0.0.1:{ready['port']}", "--trace", str(trace),
-             "--delay-ms", "25", "--uplink-delay-ms", "25", "--queue-packets", str(queue_packets),
-             "--log", str(out / "emulator.log"), "--summary-json", str(out / "emulator.json")],
-            out / "emulator.stderr")
-        port = emu_ready["listen_port"]
+    async with _server_behind_emulator(out, "nuwa", trace, queue_packets) as port:
         async with connect("127.0.0.1", port, configuration=client_configuration(),
                            create_protocol=WtClient) as honest, \
                 connect("127.0.0.1", port, configuration=client_configuration(),
@@ -793,10 +792,6 @@ async def measure_pair(out: Path, competitor: str, duration_s: float, obey_s: fl
                 await asyncio.sleep(0.001)
             got = {"honest": honest.frame_bytes_received - marks["honest"],
                    "other": other.frame_bytes_received - marks["other"]}
-    finally:
-        if emu is not None:
-            await _stop(emu)
-        await _stop(server)
     emu_summary = json.loads((out / "emulator.json").read_text())
     return {"competitor": competitor, "obey_s": obey_s, "measured_s": duration_s - obey_s,
             "honest_bytes": got["honest"], "other_bytes": got["other"],
