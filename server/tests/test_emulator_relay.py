@@ -153,6 +153,53 @@ def test_two_clients_share_a_constant_rate_bottleneck(tmp_path):
     assert meta["base_timestamp_ms"] == emu.ready["base_timestamp_ms"]
 
 
+def test_routes_put_two_servers_behind_one_bottleneck(tmp_path):
+    """--route: a client of route 1 reaches server B, a client of route 0 server A; both
+    servers' bursts share one queue at the trace's rate, and the summary's ``flows``
+    counts each flow's delivered bytes (what mixed-flow shares are computed from)."""
+    rate_bps = 8e6
+    trace = write_trace(tmp_path / "c8.mahi", rate_bps)
+    server_a, server_b = udp(), udp()
+    client_a, client_b = udp(), udp()
+    emu = Emulator(tmp_path, server_a.getsockname()[1], trace,
+                   "--route", f"127.0.0.1:0=127.0.0.1:{server_b.getsockname()[1]}")
+    try:
+        ports = emu.ready["listen_ports"]
+        assert len(ports) == 2 and ports[0] == emu.ready["listen_port"] != ports[1]
+        assert emu.ready["servers"][1] == f"127.0.0.1:{server_b.getsockname()[1]}"
+        peer_a = next(iter(hello(server_a, [client_a], emu.addr)))
+        peer_b = next(iter(hello(server_b, [client_b], ("127.0.0.1", ports[1]))))
+        n_a, n_b, size = 300, 100, 1200
+        pad = b"\0" * (size - HDR.size)
+        for i in range(max(n_a, n_b)):  # both bursts at once: one backlogged queue
+            if i < n_a:
+                server_a.sendto(HDR.pack(i, now_us()) + pad, peer_a)
+            if i < n_b:
+                server_b.sendto(HDR.pack(i, now_us()) + pad, peer_b)
+        got = receive([client_a, client_b], n_a + n_b, 5.0)
+    finally:
+        summary = emu.stop() if emu.proc.poll() is None else {}
+        emu.kill()
+    assert sum(1 for g in got if g[0] == 0) == n_a and sum(1 for g in got if g[0] == 1) == n_b
+    t_rx = sorted(g[3] for g in got)
+    rate = (len(got) - 1) * size * 8 / ((t_rx[-1] - t_rx[0]) / 1e6)
+    assert rate == pytest.approx(rate_bps, rel=0.05)  # one bottleneck, not one per route
+    flows = {f["route"]: f for f in summary["flows"]}
+    assert flows[0]["delivered_bytes"] == n_a * size and flows[1]["delivered_bytes"] == n_b * size
+    assert flows[1]["listen_port"] == ports[1] and flows[0]["dropped_bytes"] == 0
+    meta = json.loads(Path(str(emu.log) + ".meta.json").read_text())
+    assert [r["listen"] for r in meta["routes"]] == [f"127.0.0.1:{p}" for p in ports]
+
+
+def test_cli_bad_route(tmp_path, capsys, base_args):
+    code, err = run_cli([*base_args, "--route", "127.0.0.1:0"], capsys)
+    assert code == 2 and "LISTEN=SERVER" in err
+    code, err = run_cli([*base_args, "--route", "127.0.0.1:0=127.0.0.1:0"], capsys)
+    assert code == 2 and "real port" in err
+    code, err = run_cli([*base_args, "--tcp", "--route", "127.0.0.1:0=127.0.0.1:9"], capsys)
+    assert code == 2 and "--route is not supported" in err
+
+
 @pytest.mark.skipif(not TRACES.is_dir(), reason="repo traces/ not present")
 def test_real_trace_departures_are_client_arrivals(tmp_path):
     trace = TRACES / "4G" / "mahimahi-verizon-lte-short.mahi"

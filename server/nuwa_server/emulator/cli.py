@@ -9,6 +9,10 @@ writes the summary JSON and prints ``{"event": "done", ...}``. Exit status:
 fallback): same trace link and log, but a full queue stops reading from the
 server (backpressure) instead of dropping; ``--loss``, the uplink rate or
 trace and the oracle are refused there.
+
+``--route LISTEN=SERVER`` (repeatable) puts another server behind the same
+bottleneck: clients that send to LISTEN are relayed to SERVER; the ready line's
+``listen_ports`` lists route 0 (``--listen``/``--server``) and then each route.
 """
 
 from __future__ import annotations
@@ -84,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relay TCP (WebSocket fallback) instead of UDP: a full queue applies "
                    "backpressure instead of dropping (tcp_relay.py)")
     p.add_argument("--server", required=True, help="HOST:PORT of the QUIC server")
+    p.add_argument(
+        "--route",
+        action="append",
+        default=[],
+        metavar="LISTEN=SERVER",
+        help="another HOST:PORT to listen on and the server its clients reach, behind the "
+        "same bottleneck (repeatable; LISTEN port 0 picks a free port)",
+    )
     p.add_argument("--trace", required=True, help="downlink mahimahi trace file")
     p.add_argument(
         "--delay-ms",
@@ -154,6 +166,18 @@ def config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> Relay
         p.error(str(e))
     if server[1] == 0:
         p.error("--server needs a real port, not 0")
+    routes: list[tuple[tuple[str, int], tuple[str, int]]] = []
+    for text in a.route:
+        listen_s, sep, server_s = text.partition("=")
+        if not sep:
+            p.error(f"--route: expected LISTEN=SERVER, got {text!r}")
+        try:
+            r_listen, r_server = parse_hostport(listen_s), parse_hostport(server_s)
+        except ValueError as e:
+            p.error(f"--route: {e}")
+        if r_server[1] == 0:
+            p.error(f"--route: the server needs a real port, not 0 ({text!r})")
+        routes.append((r_listen, r_server))
     oracle_to = None
     if a.oracle_to:
         try:
@@ -194,6 +218,7 @@ def config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> Relay
         oracle_to=oracle_to,
         oracle_interval_ms=a.oracle_interval_ms,
         oracle_window_ms=a.oracle_window_ms,
+        routes=tuple(routes),
     )
 
 
@@ -205,6 +230,8 @@ def tcp_config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> T
         p.error("--tcp: the uplink is a fixed delay only (no --uplink-trace/--uplink-mbps)")
     if a.oracle_to:
         p.error("--tcp: --oracle-to is not supported")
+    if a.route:
+        p.error("--tcp: --route is not supported (one server)")
     cfg = config_from_args(p, a)
     if a.queue_bytes is not None:
         limit = a.queue_bytes

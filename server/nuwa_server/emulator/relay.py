@@ -2,7 +2,11 @@
 
 Clients send UDP to the listen socket; for each distinct client address the
 relay opens its own UDP socket connected to the server and relays both ways,
-so all clients share one downlink bottleneck.
+so all clients share one downlink bottleneck. Extra ``routes`` (listen address →
+server) put more servers behind the same bottleneck: a client is relayed to the
+server of the listen socket it sent to, and every route's downlink packets share
+the one delay line, queue and trace (mixed-flow and competitor experiments: a
+``--cc cubic`` server beside a nuwa server).
 
     downlink: server -> DelayLine(delay_ms) -> TraceLink (logged) -> client
     uplink:   client -> RateLink(uplink_delay_ms, rate)           -> server
@@ -50,7 +54,9 @@ from .timing import (
 from .trace import Trace
 
 Addr = tuple[Any, ...]
-DownItem = tuple[bytes, Addr]
+ClientKey = tuple[int, Addr]
+"""A client flow: (index of the route whose listen socket it sent to, its address)."""
+DownItem = tuple[bytes, ClientKey]
 UpItem = tuple[bytes, socket.socket]
 
 _MAX_DATAGRAM_BYTES = 65535
@@ -95,6 +101,21 @@ class RelayConfig:
     oracle_to: tuple[str, int] | None = None
     oracle_interval_ms: float = 10.0
     oracle_window_ms: float | None = None
+    routes: tuple[tuple[tuple[str, int], tuple[str, int]], ...] = ()
+    """Extra (listen, server) pairs behind the same bottleneck; route 0 is
+    (``listen``, ``server``), these are routes 1, 2, ..."""
+
+
+@dataclass
+class FlowStats:
+    """One client flow's downlink bytes at the bottleneck (UDP payload bytes)."""
+
+    route: int
+    listen_port: int
+    server: str
+    client: str
+    delivered_bytes: int
+    dropped_bytes: int
 
 
 @dataclass
@@ -119,6 +140,7 @@ class RunStats:
     priority: str = "none"
     link_counters: dict[str, int] = field(default_factory=dict)
     oracle_reports: int = 0
+    flows: list[FlowStats] = field(default_factory=list)
 
 
 def format_hostport(host: str, port: int) -> str:
@@ -150,9 +172,12 @@ class Relay:
         self._on_ready = on_ready
         self._stop = False
         self._listen: socket.socket | None = None
-        self._server_family, self._server_addr = _resolve(*config.server)
-        self._upstream: dict[Addr, socket.socket] = {}
-        self._client_of: dict[socket.socket, Addr] = {}
+        self._routes = ((config.listen, config.server), *config.routes)
+        self._servers = [_resolve(*server) for _, server in self._routes]
+        self._listens: list[socket.socket] = []
+        self._route_of: dict[socket.socket, int] = {}
+        self._upstream: dict[ClientKey, socket.socket] = {}
+        self._client_of: dict[socket.socket, ClientKey] = {}
         self._fds: list[socket.socket] = []
         self.stats = RunStats()
         self._rx = RxClock(0)
@@ -163,24 +188,37 @@ class Relay:
         self._last_down_ms = float("-inf")
         # the oracle's delivered-bytes clocks, per client: cumulative UDP payload bytes
         # that left the bottleneck toward it / that the queue dropped (issue 13 item 3)
-        self._delivered_bytes: dict[Addr, int] = {}
-        self._dropped_bytes: dict[Addr, int] = {}
+        self._delivered_bytes: dict[ClientKey, int] = {}
+        self._dropped_bytes: dict[ClientKey, int] = {}
 
     def request_stop(self) -> None:
         """Ask :meth:`run` to finish (within ``max_block_ms``)."""
         self._stop = True
 
     def open(self) -> int:
-        """Bind the listen socket; returns the listen port."""
+        """Bind every route's listen socket; returns route 0's listen port
+        (:meth:`listen_ports` has all). Raises ``OSError`` if one cannot be bound."""
         if self._listen is None:
-            family, addr = _resolve(*self.config.listen)
-            s = socket.socket(family, socket.SOCK_DGRAM)
-            s.setblocking(False)
-            self._tune(s)
-            s.bind(addr)
-            self._listen = s
-            self._fds.append(s)
+            for i, (listen, _) in enumerate(self._routes):
+                family, addr = _resolve(*listen)
+                s = socket.socket(family, socket.SOCK_DGRAM)
+                s.setblocking(False)
+                self._tune(s)
+                try:
+                    s.bind(addr)
+                except OSError:
+                    s.close()
+                    self._close()
+                    raise
+                self._listens.append(s)
+                self._route_of[s] = i
+                self._fds.append(s)
+            self._listen = self._listens[0]
         return int(self._listen.getsockname()[1])
+
+    def listen_ports(self) -> list[int]:
+        """Each route's bound listen port, in route order (after :meth:`open`)."""
+        return [int(s.getsockname()[1]) for s in self._listens]
 
     def _tune(self, s: socket.socket) -> None:
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
@@ -189,11 +227,12 @@ class Relay:
             except OSError:
                 pass
 
-    def _new_upstream(self, client: Addr) -> socket.socket:
-        s = socket.socket(self._server_family, socket.SOCK_DGRAM)
+    def _new_upstream(self, client: ClientKey) -> socket.socket:
+        family, server_addr = self._servers[client[0]]
+        s = socket.socket(family, socket.SOCK_DGRAM)
         s.setblocking(False)
         self._tune(s)
-        s.connect(self._server_addr)
+        s.connect(server_addr)
         enable_rx_timestamps(s)
         self._upstream[client] = s
         self._client_of[s] = client
@@ -210,7 +249,7 @@ class Relay:
         st = self.stats
         set_timer_slack_ns(cfg.timer_slack_ns)
         st.priority = raise_priority(cfg.priority)
-        st.rx_timestamps = enable_rx_timestamps(listen)
+        st.rx_timestamps = all([enable_rx_timestamps(ls) for ls in self._listens])
         mono = time.monotonic
         t0 = math.floor(mono() * 1000.0)
         st.base_timestamp_ms = t0
@@ -257,6 +296,8 @@ class Relay:
             "listen_host": listen.getsockname()[0],
             "listen_port": port,
             "server": format_hostport(*cfg.server),
+            "listen_ports": self.listen_ports(),
+            "servers": [format_hostport(*server) for _, server in self._routes],
             "base_timestamp_ms": t0,
             "log": str(cfg.log_path),
             "sidecar": str(sidecar_path(cfg.log_path)),
@@ -275,6 +316,8 @@ class Relay:
         if not st.rx_timestamps:
             lag_ms = 0.0
         hist = st.lateness
+        listens = self._listens
+        route_of = self._route_of
         delivered = self._delivered_bytes
         dropped = self._dropped_bytes
         sel = select.select
@@ -298,7 +341,7 @@ class Relay:
                             hist.add(send_ms - last_opp)
                         delivered[d.item[1]] = delivered.get(d.item[1], 0) + len(d.item[0])
                         try:
-                            listen.sendto(d.item[0], d.item[1])
+                            listens[d.item[1][0]].sendto(d.item[0], d.item[1][1])
                         except OSError:
                             st.send_errors += 1
                 if up_trace is not None:
@@ -377,8 +420,8 @@ class Relay:
                 st.wakeups += 1
                 now = mono() * 1000.0 - t0
                 for s in readable:
-                    if s is listen:
-                        self._read_clients(listen, now)
+                    if s in route_of:
+                        self._read_clients(s, now)
                     else:
                         self._read_server(s, now)
             final = min(now, end_ms)
@@ -398,6 +441,7 @@ class Relay:
             st.udp_rcvbuf_errors = None if rcv0 is None or rcv1 is None else rcv1 - rcv0
             st.link_counters = dict(vars(down.counters))
             st.rx_fallbacks = self._rx.fallbacks
+            st.flows = self._flow_stats()
             if oracle_sock is not None:
                 oracle_sock.close()
             self._close()
@@ -412,7 +456,19 @@ class Relay:
                                  self._dropped_bytes.get(client, 0)))
         return tuple(out)
 
+    def _flow_stats(self) -> list[FlowStats]:
+        out: list[FlowStats] = []
+        for key in self._upstream:
+            route, addr = key
+            out.append(FlowStats(route, int(self._listens[route].getsockname()[1]),
+                                 format_hostport(*self._routes[route][1]),
+                                 format_hostport(str(addr[0]), int(addr[1])),
+                                 self._delivered_bytes.get(key, 0),
+                                 self._dropped_bytes.get(key, 0)))
+        return out
+
     def _read_clients(self, listen: socket.socket, now: float) -> None:
+        route = self._route_of[listen]
         rx = self._rx
         last = self._last_up_ms
         for _ in range(_READ_BURST):
@@ -426,10 +482,10 @@ class Relay:
             if t < last:
                 t = last
             last = t
-            addr = tuple(addr)
-            up = self._upstream.get(addr)
+            key = (route, tuple(addr))
+            up = self._upstream.get(key)
             if up is None:
-                up = self._new_upstream(addr)
+                up = self._new_upstream(key)
             self.stats.client_packets += 1
             if self._up_delay is not None:
                 self._up_delay.push(t, (data, up))
@@ -460,6 +516,8 @@ class Relay:
         for s in self._fds:
             s.close()
         self._fds.clear()
+        self._listens.clear()
+        self._route_of.clear()
         self._listen = None
 
     def _meta(self, t0: int, port: int) -> dict[str, Any]:
@@ -488,5 +546,8 @@ class Relay:
             ),
             "listen": format_hostport(cfg.listen[0], port),
             "server": format_hostport(*cfg.server),
+            "routes": [{"listen": format_hostport(listen[0], p), "server": format_hostport(*srv)}
+                       for (listen, srv), p in zip(self._routes, self.listen_ports(),
+                                                   strict=True)],
             "started_unix_s": time.time(),
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,10 @@ def build_summary(log_path: str | Path, trace: Trace | None, stats: RunStats) ->
     backlogged part), ``utilization_busy`` (over backlogged opportunities only,
     see :class:`~.analysis.LogMetrics`), ``capacity_bytes``, ``delivered_bytes``,
     ``duration_s`` (wall), ``cpu_s`` (process CPU time), ``cpu_fraction``,
-    ``warnings`` (e.g. host UDP receive-buffer drops during the run).
+    ``warnings`` (e.g. host UDP receive-buffer drops during the run),
+    ``flows`` (one per client flow: ``route``, ``listen_port``, ``server``,
+    ``client``, ``delivered_bytes`` and ``dropped_bytes`` at the bottleneck, UDP
+    payload bytes; each flow's share of the link).
     """
     m = analyze_log(log_path, trace)
     lat = stats.lateness.summary()
@@ -82,6 +86,7 @@ def build_summary(log_path: str | Path, trace: Trace | None, stats: RunStats) ->
         "log_checks": checks,
         "link_counters": stats.link_counters,
         "oracle_reports": stats.oracle_reports,
+        "flows": [asdict(f) for f in stats.flows],
     }
 
 
