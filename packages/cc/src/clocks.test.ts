@@ -147,13 +147,14 @@ describe("queuing-delay estimate under clock faults (simulated clock)", () => {
     expect(ctl.baseOwdUs).toBe(base);
     // The same gap while a response is open counts as an outage from this tick on (the
     // gap itself is not replayed as a burst of halvings): the window then halves each
-    // silence period (200 ms) toward the initial window, and the next frames measure exactly.
+    // silence period (200 ms) toward the restart window (what the last 2 s carried in min RTT + Td:
+    // nothing here, so the one-frame floor), and the next frames measure exactly.
     const d2 = ctl.tick(5_000_000 + 64_000_000, true);
     expect(d2.phase).toBe("silence");
     const w0 = d2.window_bytes; // (entering silence ends a drain probe in progress)
     expect(w0).toBeGreaterThan(ctl.config.initial_window_bytes);
     let expected = w0;
-    for (let i = 0; i < 5; i++) expected = Math.max(ctl.config.initial_window_bytes, expected / 2);
+    for (let i = 0; i < 5; i++) expected = Math.max(ctl.config.min_window_bytes, expected / 2);
     expect(ctl.tick(5_000_000 + 65_000_000, true).window_bytes).toBeCloseTo(expected, 6);
     const t0 = 70_000_000;
     const after = [0, 1, 2].map((i) => ctl.onFrame(1e9 + t0 + i * 1000 - PROP_US, 5_000_000 + t0 + i * 1000, FRAME_BYTES));

@@ -11,8 +11,19 @@ export type QdSource = "raw" | "kalman";
 export type StepMode = "additive" | "multiplicative";
 
 export interface NuwaConfig {
-  /** Target queuing delay Td, ms (nuwa-icpads §IV-B, "T_d"). */
+  /**
+   * Target queuing delay Td, ms (nuwa-icpads §IV-B, "T_d"). With `adaptive_target_delay` this is the
+   * standing queue allowed beyond the link's own waits: the Td in force is
+   * min(target_delay_max_ms, target_delay_ms + the `link_wait_quantile` of the waits of frames that
+   * found the queue empty), see waits.ts and docs/DESIGN.md §3 "Adaptive Td".
+   */
   target_delay_ms: number;
+  /** Whether Td adapts to the link's own waits (false pins it at `target_delay_ms`: live or interactive callers). */
+  adaptive_target_delay: boolean;
+  /** Upper bound of the adaptive Td, ms (an application's delay budget caps it here). */
+  target_delay_max_ms: number;
+  /** Quantile of the link's own waits added to Td, in [0, 1]. */
+  link_wait_quantile: number;
   /** Sensitivity ρ, ms: the tanh input is (Td − Qd)/ρ (nuwa-icpads Eq. 2). */
   sensitivity_ms: number;
   /** Aggressiveness k, MSS per RTT (nuwa-icpads Eq. 3; the journal's Eq. 11 clamps it to [1, 9]). */
@@ -64,6 +75,9 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // utilization ≥ 0.90 on all of them at p95 ≤ 1.3× the causal oracle's on bursty LTE; the
   // papers' Td 20 / ρ 50 left the Saturator LTE traces at 0.78–0.83.
   target_delay_ms: 25, // ms
+  adaptive_target_delay: true,
+  target_delay_max_ms: 200, // ms
+  link_wait_quantile: 0.5,
   sensitivity_ms: 15, // ms
   aggressiveness_mss: 9, // MSS per RTT
   multiplicative_gain: 0.25, // per RTT
@@ -74,7 +88,9 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   qd_source: "raw",
   mss_bytes: 1200, // bytes (QUIC max datagram payload we frame against)
   initial_window_bytes: 12_000, // bytes
-  min_window_bytes: 4 * 1200, // bytes
+  // One frame: the server lets one frame go whenever nothing is outstanding (PROTOCOL.md "Grants"),
+  // so below one packet per RTT the queue holds at most one of ours, not seconds of them (issue 14).
+  min_window_bytes: 1200, // bytes
   max_window_bytes: 64 * 1024 * 1024, // bytes
   startup_exit_fraction: 0.5, // of Td
   rate_cap: true,
@@ -100,6 +116,9 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   const finite = (f: keyof NuwaConfig) => Number.isFinite(c[f] as number);
   const positive = (f: keyof NuwaConfig) => check(finite(f) && (c[f] as number) > 0, f, "must be a finite number > 0", c[f]);
   check(finite("target_delay_ms") && c.target_delay_ms >= 0 && c.target_delay_ms <= 10_000, "target_delay_ms", "must be in [0, 10000] ms", c.target_delay_ms);
+  check(typeof c.adaptive_target_delay === "boolean", "adaptive_target_delay", "must be a boolean", c.adaptive_target_delay);
+  check(finite("target_delay_max_ms") && c.target_delay_max_ms >= c.target_delay_ms && c.target_delay_max_ms <= 10_000, "target_delay_max_ms", "must be in [target_delay_ms, 10000] ms", c.target_delay_max_ms);
+  check(finite("link_wait_quantile") && c.link_wait_quantile >= 0 && c.link_wait_quantile <= 1, "link_wait_quantile", "must be in [0, 1]", c.link_wait_quantile);
   positive("sensitivity_ms");
   check(finite("aggressiveness_mss") && c.aggressiveness_mss >= 0.01 && c.aggressiveness_mss <= 1000, "aggressiveness_mss", "must be in [0.01, 1000] MSS/RTT", c.aggressiveness_mss);
   check(finite("multiplicative_gain") && c.multiplicative_gain > 0 && c.multiplicative_gain <= 1, "multiplicative_gain", "must be in (0, 1]", c.multiplicative_gain);

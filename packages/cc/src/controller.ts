@@ -17,6 +17,7 @@ import { type NuwaConfig, resolveConfig } from "./config.js";
 import { QueuingDelayKalman } from "./kalman.js";
 import { OneWayDelaySampler } from "./owd.js";
 import { BusyPeriodRateEstimator, DeliveryRateEstimator } from "./rate.js";
+import { LinkWaitEstimator } from "./waits.js";
 
 /** Phase of the window state machine. */
 export type Phase = "startup" | "avoidance" | "probe_drain" | "silence";
@@ -34,6 +35,8 @@ export interface Decision {
   kalman_queuing_delay_ms: number;
   /** θ = tanh((Td − Qd)/ρ) of the last update (0 when not in avoidance). */
   theta: number;
+  /** Td in force, ms: the configured Td plus the link's own waits when adaptive (waits.ts). */
+  target_delay_ms: number;
   /** Why the window is what it is. */
   reason: string;
 }
@@ -59,6 +62,8 @@ export interface BandwidthEstimate {
 }
 
 const RATE_SPAN_US = 100_000; // µs: span of one delivery-rate sample inside the max filter
+const TD_REFRESH_US = 20_000; // µs: the adaptive Td is recomputed at most this often
+const RESTART_RATE_WINDOW_US = 2_000_000; // µs: delivery rate that sizes the window after a silence
 
 export class NuwaController {
   readonly config: NuwaConfig;
@@ -66,6 +71,9 @@ export class NuwaController {
   private readonly kalman = new QueuingDelayKalman();
   private readonly rate = new DeliveryRateEstimator();
   private readonly busy = new BusyPeriodRateEstimator();
+  private readonly waits = new LinkWaitEstimator();
+  private td_ms: number;
+  private td_refreshed_us = Number.NEGATIVE_INFINITY;
   private window_bytes: number;
   private phase: Phase = "startup";
   private theta = 0;
@@ -92,6 +100,7 @@ export class NuwaController {
   constructor(config: Partial<NuwaConfig> = {}) {
     this.config = resolveConfig(config);
     this.window_bytes = this.config.initial_window_bytes;
+    this.td_ms = this.config.target_delay_ms;
     this.sampler = new OneWayDelaySampler(this.config.drain_threshold_ms * 1000, this.config.base_refresh_interval_ms * 1000);
   }
 
@@ -103,7 +112,9 @@ export class NuwaController {
    * @throws RangeError if the result is invalid, or on k under the multiplicative step or g
    *   under the additive step; the old values stay in force.
    */
-  setParams(p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain">>): void {
+  setParams(
+    p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain" | "adaptive_target_delay" | "target_delay_max_ms">>,
+  ): void {
     if (p.aggressiveness_mss !== undefined && this.config.step !== "additive") {
       throw new RangeError(`NuwaController.setParams: aggressiveness_mss (k) has no effect under step "${this.config.step}" (the window moves by θ·(g·w + a) per RTT); set multiplicative_gain, or construct the controller with step "additive" (as RL_CC does) to tune k`);
     }
@@ -112,6 +123,28 @@ export class NuwaController {
     }
     const next = resolveConfig({ ...this.config, ...p });
     Object.assign(this.config, next);
+    if (p.target_delay_ms !== undefined || p.adaptive_target_delay !== undefined || p.target_delay_max_ms !== undefined) {
+      this.td_refreshed_us = Number.NEGATIVE_INFINITY; // recomputed at the next frame
+      this.td_ms = this.config.target_delay_ms;
+    }
+  }
+
+  /**
+   * Td in force at receiver time `now_us`, ms: the configured Td, plus, when adaptive, the
+   * `link_wait_quantile` of the link's own waits (waits.ts), at most `target_delay_max_ms`.
+   * Derivation (docs/DESIGN.md §3 "Adaptive Td"): the rule holds Qd near Td; a frame's Qd is the
+   * standing queue S plus the link's own wait W, so Td = Td₀ + median(W) holds S near Td₀ on any
+   * link, where a fixed Td below W's spread cuts the window on non-congestive waits and starves.
+   */
+  private targetDelayMs(now_us: number): number {
+    const c = this.config;
+    if (!c.adaptive_target_delay) return c.target_delay_ms;
+    if (now_us - this.td_refreshed_us >= TD_REFRESH_US) {
+      this.td_refreshed_us = now_us;
+      const wait_ms = this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
+      this.td_ms = Math.min(c.target_delay_max_ms, c.target_delay_ms + wait_ms);
+    }
+    return this.td_ms;
   }
 
   /** An RTT sample, µs, measured by the adapter (request → first byte, or a server echo). */
@@ -139,6 +172,7 @@ export class NuwaController {
     this.frames++;
     this.cum_received_bytes += size_bytes;
     this.rate.onBytes(recv_time_us, size_bytes);
+    const gap_us = Number.isNaN(this.last_recv_us) ? Number.POSITIVE_INFINITY : recv_time_us - this.last_recv_us;
     this.last_recv_us = recv_time_us;
     this.raw_qd_ms = s.queuing_delay_us / 1000;
     if (s.queuing_delay_us === 0) this.min_delay_frame_bytes = size_bytes;
@@ -154,6 +188,9 @@ export class NuwaController {
     const zero_queue_arrival_us = send_time_us + this.sampler.baseOwdUs;
     const stale = zero_queue_arrival_us < this.stale_before_us;
     if (!stale && this.phase !== "probe_drain") this.busy.onFrame(recv_time_us, s.queuing_delay_us, size_bytes, c.drain_threshold_ms * 1000);
+    // a frame that found the queue empty of ours (Qd < gap): its Qd is the link's own wait (waits.ts)
+    if (!stale) this.waits.offer(recv_time_us, s.queuing_delay_us, gap_us);
+    const td_ms = this.targetDelayMs(recv_time_us);
 
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
     const qd_ms = c.qd_source === "kalman" ? this.kalman_qd_ms : this.raw_qd_ms;
@@ -164,10 +201,10 @@ export class NuwaController {
       case "silence":
       case "startup": {
         this.phase = "startup";
-        if (!stale && qd_ms > c.startup_exit_fraction * c.target_delay_ms) {
+        if (!stale && qd_ms > c.startup_exit_fraction * td_ms) {
           this.phase = "avoidance";
           this.reason = `startup exit: Qd ${qd_ms.toFixed(1)} ms > ${c.startup_exit_fraction}·Td`;
-          w_pkts = this.applyRateCap(w_pkts, recv_time_us, true);
+          w_pkts = this.applyRateCap(w_pkts, recv_time_us, true, td_ms);
         } else {
           w_pkts += packets; // slow start: +1 MSS per MSS delivered (RFC 5681 §3.1)
           this.theta = 0;
@@ -182,7 +219,7 @@ export class NuwaController {
           this.reason = "avoidance hold: stale post-outage frame";
           break;
         }
-        const theta = Math.tanh((c.target_delay_ms - qd_ms) / c.sensitivity_ms); // Eq. 2: θ = tanh((Td − Qd)/ρ)
+        const theta = Math.tanh((td_ms - qd_ms) / c.sensitivity_ms); // Eq. 2: θ = tanh((Td − Qd)/ρ)
         this.theta = theta;
         if (c.step === "additive") {
           w_pkts += (packets * theta * c.aggressiveness_mss) / w_pkts; // Eq. 3/6: w ← w + θ·k/w per packet
@@ -192,8 +229,8 @@ export class NuwaController {
           const additive_pkts = theta > 0 ? (packets * theta * c.additive_increase_mss) / w_pkts : 0;
           w_pkts += packets * theta * c.multiplicative_gain + additive_pkts; // ×(1 + θ·g) per RTT (docs/DESIGN.md §3)
         }
-        this.reason = `avoidance: Qd ${qd_ms.toFixed(1)} ms, Td ${c.target_delay_ms} ms, θ ${theta.toFixed(3)}`;
-        if (qd_ms > c.target_delay_ms) w_pkts = this.applyRateCap(w_pkts, recv_time_us, false);
+        this.reason = `avoidance: Qd ${qd_ms.toFixed(1)} ms, Td ${td_ms.toFixed(1)} ms, θ ${theta.toFixed(3)}`;
+        if (qd_ms > td_ms) w_pkts = this.applyRateCap(w_pkts, recv_time_us, false, td_ms);
         else w_pkts = this.validate(w_pkts, qd_ms, recv_time_us);
         break;
       }
@@ -206,13 +243,13 @@ export class NuwaController {
     return this.decision(qd_ms);
   }
 
-  private applyRateCap(w_pkts: number, now_us: number, always: boolean): number {
+  private applyRateCap(w_pkts: number, now_us: number, always: boolean, td_ms: number): number {
     const c = this.config;
     if (!c.rate_cap && !always) return w_pkts;
     const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
     if (!(rate_bps > 0)) return w_pkts;
     // window ≤ delivery rate × (min RTT + Td)  (docs/DESIGN.md §3, "delivery-rate cap")
-    const cap_pkts = (rate_bps / 8) * ((this.minRttUs + c.target_delay_ms * 1000) / 1e6) / c.mss_bytes;
+    const cap_pkts = (rate_bps / 8) * ((this.minRttUs + td_ms * 1000) / 1e6) / c.mss_bytes;
     if (cap_pkts < w_pkts) {
       this.reason += `; rate cap ${(rate_bps / 1e6).toFixed(2)} Mbit/s × (minRTT + Td)`;
       return cap_pkts;
@@ -265,10 +302,15 @@ export class NuwaController {
         this.phase = "silence";
         this.reason = `silence: nothing for ${((now_us - this.last_recv_us) / 1000).toFixed(0)} ms; restart with start-up when data returns`;
       }
-      // Restart after idle (RFC 7661 §4.1 spirit): halve per silence period toward the initial window.
+      // Restart after idle (RFC 7661 §4.1 spirit): halve per silence period toward the restart window
+      // (never above the window before the silence), the initial window or less: what the delivery rate of the last 2 s carries in min RTT + Td
+      // (RFC 7661 §4.3: a window matched to the rate in use). On a link that carries a few packets a
+      // second a ten-packet restart would be seconds of queue (issue 14).
+      const rate_bps = this.rate.rateBps(now_us, RESTART_RATE_WINDOW_US);
+      const restart_bytes = Math.min(c.initial_window_bytes, (rate_bps / 8) * ((this.minRttUs + this.td_ms * 1000) / 1e6));
       while (now_us - this.last_decay_us >= silence_us) {
         this.last_decay_us += silence_us;
-        this.window_bytes = this.clamp(Math.max(c.initial_window_bytes, this.window_bytes / 2));
+        this.window_bytes = this.clamp(Math.min(this.window_bytes, Math.max(restart_bytes, this.window_bytes / 2))); // never raised by a silence
       }
     }
     this.timers(now_us);
@@ -303,6 +345,7 @@ export class NuwaController {
       raw_queuing_delay_ms: this.raw_qd_ms,
       kalman_queuing_delay_ms: this.kalman_qd_ms,
       theta: this.theta,
+      target_delay_ms: this.td_ms,
       reason: this.reason,
     };
   }
@@ -359,6 +402,10 @@ export class NuwaController {
   /** Minimum RTT seen, µs (NaN before a sample). */
   get minRttSampleUs(): number {
     return Number.isFinite(this.min_rtt_us) ? this.min_rtt_us : Number.NaN;
+  }
+  /** Td in force, ms (the configured Td plus the link's own waits when adaptive). */
+  get targetDelayInForceMs(): number {
+    return this.td_ms;
   }
   /** Base one-way delay (includes the clock offset), µs. */
   get baseOwdUs(): number {

@@ -8,3 +8,4 @@ export { QueuingDelayKalman } from "./kalman.js";
 export { OneWayDelaySampler, type OwdSample } from "./owd.js";
 export * from "./protocol.js";
 export { DeliveryRateEstimator } from "./rate.js";
+export { LinkWaitEstimator } from "./waits.js";

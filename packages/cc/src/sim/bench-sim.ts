@@ -146,7 +146,7 @@ export function simulateBench(o: BenchSimOptions): BenchSimResult {
     // pacing: tokens at gain × window / RTT per ms, bucket of at most 2 ms or two frames
     const rate_per_ms = (gain * in_force) / rtt_ms;
     tokens = Math.min(tokens + rate_per_ms, Math.max(2 * rate_per_ms, 2 * frame_bytes));
-    while (tokens >= frame_bytes && sent - cum - lost_known + frame_bytes <= in_force) {
+    while (tokens >= frame_bytes && (sent - cum - lost_known <= 0 || sent - cum - lost_known + frame_bytes <= in_force)) {
       downlink.push({ at_ms: t + delay_ms, send_us: t * 1000 });
       sent += frame_bytes;
       tokens -= frame_bytes;

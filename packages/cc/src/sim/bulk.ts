@@ -106,10 +106,10 @@ export function simulateBulk(o: BulkSimOptions): BulkSimResult {
       granted_cum = g.cum;
       granted_window = g.window;
     }
-    // Sender: write frames while outstanding + frame ≤ grant (PROTOCOL.md server rules).
+    // Sender: write frames while outstanding + frame ≤ grant, or nothing is outstanding (PROTOCOL.md server rules).
     const sender_clock_us = t * 1000 * (1 + drift) + offset;
     let budget = ctl ? 10_000 : Math.max(0, (o.queue_packets ?? 1000) + 50 - link.queuedPackets - (downlink.length - dl_head));
-    while (budget-- > 0 && sent_bytes - granted_cum + frame_bytes <= granted_window) {
+    while (budget-- > 0 && (sent_bytes - granted_cum <= 0 || sent_bytes - granted_cum + frame_bytes <= granted_window)) {
       downlink.push({ at_ms: t + delay_ms, p: { send_us: sender_clock_us, frame_bytes, seq: next_seq++ } });
       sent_bytes += frame_bytes;
       if (t >= warmup_ms) sent_after_warmup++;

@@ -121,7 +121,7 @@ export function simulateShared(o: SharedSimOptions): SharedSimResult {
         f.granted_cum = g.cum;
         f.granted_window = g.window;
       }
-      while (f.sent_bytes - f.granted_cum + frame_bytes <= f.granted_window) {
+      while ((f.sent_bytes - f.granted_cum <= 0 || f.sent_bytes - f.granted_cum + frame_bytes <= f.granted_window)) {
         f.downlink.push({ at_ms: t + delay_ms, p: { flow: i, send_us: t * 1000, frame_bytes, seq: f.next_seq++ } });
         f.sent_bytes += frame_bytes;
       }

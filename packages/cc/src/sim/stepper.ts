@@ -171,7 +171,7 @@ export class BulkStepper {
       }
       const sender_clock_us = t * 1000;
       let budget = 10_000;
-      while (budget-- > 0 && this.sent_bytes - this.granted_cum + this.frame_bytes <= this.granted_window) {
+      while (budget-- > 0 && (this.sent_bytes - this.granted_cum <= 0 || this.sent_bytes - this.granted_cum + this.frame_bytes <= this.granted_window)) {
         this.downlink.push({ at_ms: t + this.delay_ms, p: { send_us: sender_clock_us, frame_bytes: this.frame_bytes, seq: this.next_seq++ } });
         this.sent_bytes += this.frame_bytes;
         sent++;

@@ -1,0 +1,121 @@
+/**
+ * The adaptive target delay and the one-frame floor (issue 14), driven with recorded traces
+ * through the trace simulator: a burst variant of a recorded LTE trace (the bursty-delivery
+ * regime) and the NYC 3G subway trace with its 23 s near-dark stretch.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { NuwaController } from "./controller.js";
+import { simulateBulk } from "./sim/bulk.js";
+import { burstVariant, parseMahimahiTrace } from "./sim/trace.js";
+import { LinkWaitEstimator } from "./waits.js";
+
+const TRACES = join(dirname(fileURLToPath(import.meta.url)), "../../../traces");
+const trace = (rel: string) => parseMahimahiTrace(readFileSync(join(TRACES, rel), "utf8"));
+/** The controller before issue 14: Td fixed at 25 ms, a four-packet floor. */
+const FIXED_TD = { adaptive_target_delay: false, min_window_bytes: 4 * 1200 } as const;
+
+describe("LinkWaitEstimator", () => {
+  it("counts only frames that found the queue empty of ours (Qd < gap)", () => {
+    const w = new LinkWaitEstimator(8);
+    expect(w.offer(0, 5_000, Number.POSITIVE_INFINITY)).toBe(true);
+    expect(w.offer(1_000, 5_000, 1_000)).toBe(false); // queued behind its predecessor
+    expect(w.offer(50_000, 30_000, 49_000)).toBe(true);
+    expect(w.quantileUs(0.5, 50_000)).toBe(30_000);
+    expect(w.quantileUs(0, 50_000)).toBe(5_000);
+  });
+
+  it("forgets old samples and keeps only the newest `capacity`", () => {
+    const w = new LinkWaitEstimator(4, 1_000_000);
+    for (let i = 0; i < 10; i++) w.offer(i * 100_000, i * 1_000, Number.POSITIVE_INFINITY);
+    expect(w.size).toBe(4);
+    expect(w.quantileUs(0, 900_000)).toBe(6_000);
+    expect(w.quantileUs(0.5, 10_000_000)).toBe(0); // all expired
+    expect(() => new LinkWaitEstimator(0)).toThrow(RangeError);
+  });
+});
+
+describe("adaptive Td on recorded traces", () => {
+  const lte = trace("4G/mahimahi-tmobile-lte-short.mahi");
+
+  it("bursty delivery (the LTE recording regrouped into 20-100 ms bursts): fills the link where a fixed Td starves", () => {
+    const burst = burstVariant(lte, 20, 100, 1);
+    let td_max = 0;
+    const adaptive = simulateBulk({ trace: burst, duration_s: 40, onTick: (t, c) => { if (c && t > 5000) td_max = Math.max(td_max, c.targetDelayInForceMs); } });
+    const fixed = simulateBulk({ trace: burst, duration_s: 40, config: FIXED_TD });
+    expect(fixed.utilization).toBeLessThan(0.4); // the starvation issue 14 reports (0.37 end to end)
+    expect(adaptive.utilization).toBeGreaterThan(0.8);
+    expect(adaptive.queuing_delay_ms.p95).toBeLessThan(250); // the gaps are up to 100 ms
+    expect(td_max).toBeGreaterThan(45); // Td rose by the link's own waits
+    expect(td_max).toBeLessThanOrEqual(200);
+  });
+
+  it("the same recording as recorded: Td stays near its base, delay and utilization as with the fixed Td", () => {
+    const tds: number[] = [];
+    const adaptive = simulateBulk({ trace: lte, duration_s: 40, onTick: (t, c) => { if (c && t > 5000 && t % 100 === 0) tds.push(c.targetDelayInForceMs); } });
+    const fixed = simulateBulk({ trace: lte, duration_s: 40, config: FIXED_TD });
+    tds.sort((a, b) => a - b);
+    expect(tds[Math.floor(tds.length / 2)]!).toBeLessThan(32);
+    expect(adaptive.utilization).toBeGreaterThan(fixed.utilization - 0.02);
+    expect(adaptive.queuing_delay_ms.p95).toBeLessThan(fixed.queuing_delay_ms.p95 * 1.15 + 5);
+  });
+
+  it("a pinned Td does not move (live callers)", () => {
+    const burst = burstVariant(lte, 20, 100, 1);
+    let td_max = 0;
+    simulateBulk({ trace: burst, duration_s: 10, config: { adaptive_target_delay: false }, onTick: (_t, c) => { if (c) td_max = Math.max(td_max, c.targetDelayInForceMs); } });
+    expect(td_max).toBe(25);
+    const c = new NuwaController({ target_delay_max_ms: 60 });
+    expect(() => c.setParams({ target_delay_max_ms: 10 })).toThrow(/target_delay_max_ms/);
+  });
+});
+
+describe("near-dark links (NYC 3G subway, 23 s under 0.3 Mbit/s)", () => {
+  const subway = trace("3G/nyc2018-unknownop-3g-subway-cross.mahi");
+  /** The longest run of link seconds under 0.3 Mbit/s (25 1500-byte opportunities), [start, end) ms. */
+  const stretch = (() => {
+    const per_s = new Uint32Array(Math.ceil(subway[subway.length - 1]! / 1000) + 1);
+    for (const t of subway) per_s[Math.floor(Math.max(0, t - 1) / 1000)]!++;
+    let best = [0, 0];
+    for (let s = 0, run = 0; s < per_s.length; s++) {
+      run = per_s[s]! < 25 ? run + 1 : 0;
+      if (run > best[1]! - best[0]!) best = [s - run + 1, s + 1];
+    }
+    return [best[0]! * 1000, best[1]! * 1000] as const;
+  })();
+  /** Window (bytes) sampled each ms of the stretch, from 2 s into it to 2 s before its end (the
+   * last second holds the link's return, where slow start rightly grows the window). */
+  const windowsInStretch = (config: object) => {
+    const ws: number[] = [];
+    simulateBulk({ trace: subway, duration_s: stretch[1] / 1000, config, onTick: (t, c) => { if (c && t >= stretch[0] + 2000 && t < stretch[1] - 2000) ws.push(c.windowBytes); } });
+    return ws;
+  };
+
+  it("the recording has the stretch", () => {
+    expect(stretch[1] - stretch[0]).toBeGreaterThanOrEqual(20_000);
+  });
+
+  it("holds one frame in flight, not several, so at most one of ours waits for the link to return", () => {
+    expect(Math.max(...windowsInStretch({}))).toBeLessThanOrEqual(1200);
+    expect(Math.max(...windowsInStretch(FIXED_TD))).toBeGreaterThanOrEqual(4 * 1200);
+  });
+
+  it("restarts after the silence from what the link carried, not from the ten-packet initial window", () => {
+    const c = new NuwaController();
+    c.onRttSample(50_000);
+    // 2 s at one 1200-byte frame a second (a near-dark link), then silence
+    let t = 0;
+    for (let i = 0; i < 3; i++, t += 1_000_000) c.onFrame(t, t + 25_000 + 5_000, 1200);
+    for (; t < 6_000_000; t += 10_000) c.tick(t);
+    expect(c.currentPhase).toBe("silence");
+    expect(c.windowBytes).toBeLessThanOrEqual(1200);
+    const old = new NuwaController(FIXED_TD);
+    old.onRttSample(50_000);
+    t = 0;
+    for (let i = 0; i < 3; i++, t += 1_000_000) old.onFrame(t, t + 25_000 + 5_000, 1200);
+    for (; t < 6_000_000; t += 10_000) old.tick(t);
+    expect(old.windowBytes).toBeGreaterThan(1200);
+  });
+});
