@@ -14,8 +14,16 @@ import { serveStatic } from "./static.js";
 
 const execFileP = promisify(execFile);
 
-/** `oracle`: the causal capacity oracle sets the window (issue 5); the page runs the controller and reports bytes received, its window is ignored. */
-export type BulkScheme = "nuwa" | "cubic" | "reno" | "oracle";
+/**
+ * `oracle`: the causal capacity oracle sets the window (issue 5); the page runs the controller and reports bytes received, its window is ignored.
+ * `nuwa_adaptive`: `nuwa` with the opt-in adaptive target delay (`adaptive_target_delay: true` over `cc`; docs/DESIGN.md §3).
+ */
+export type BulkScheme = "nuwa" | "nuwa_adaptive" | "cubic" | "reno" | "oracle";
+
+/** The server's `--cc` mode of a bulk scheme. */
+function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "oracle" {
+  return scheme === "nuwa_adaptive" ? "nuwa" : scheme;
+}
 
 export interface BulkOptions {
   trace: string;
@@ -75,7 +83,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
   let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
   const web = await serveStatic(`${REPO_ROOT}e2e/pages`, { "/models/": `${REPO_ROOT}models`, "/ort/": `${REPO_ROOT}packages/player/node_modules/onnxruntime-web/dist` });
   try {
-    link = await startLink({ cc: o.scheme, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms, oracle_headroom_ms: o.oracle_headroom_ms });
+    link = await startLink({ cc: serverCc(o.scheme), content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms, oracle_headroom_ms: o.oracle_headroom_ms });
     const server = link.server;
     const emu = link.emulator;
     browser = await launchChromium();
@@ -83,9 +91,9 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
     const params = new URLSearchParams({
       url: `https://127.0.0.1:${emu.ready.listen_port}/nuwa`,
       hash: String(server.ready.cert_sha256_hex),
-      mode: o.scheme === "nuwa" || o.scheme === "oracle" ? "control" : "observe",
+      mode: o.scheme === "nuwa" || o.scheme === "nuwa_adaptive" || o.scheme === "oracle" ? "control" : "observe",
       duration_s: String(o.duration_s),
-      cc: JSON.stringify(o.cc ?? {}),
+      cc: JSON.stringify(o.scheme === "nuwa_adaptive" ? { ...o.cc, adaptive_target_delay: true } : (o.cc ?? {})),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
       ...(o.tuner ? { tuner: o.tuner } : {}),
     });

@@ -20,7 +20,7 @@
  *             models/report/e2e.md. Needs ./nuwa train's evaluation first.
  *   (none)    a custom matrix from the options below (defaults as --full, no docs).
  *
- * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle
+ * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle (also nuwa_adaptive)
  *   --shallow-schemes nuwa,cubic (bulk schemes on the queues after the first; default --schemes)
  *   --video-schemes dashjs,dashjs_grants,dashjs_nuwa_estimate,nuwa,nuwa_cubic|none (default:
  *   that ladder; cubic and observe are the old names of dashjs and nuwa_cubic)
@@ -39,6 +39,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import {
+  ALL_BULK_SCHEMES,
   type BenchOptions,
   BULK_SCHEMES,
   bestFixedK,
@@ -158,8 +159,8 @@ const out_dir = resolve(values.out ?? `out/bench/${mode}`);
 const opts: BenchOptions = {
   out_dir,
   traces: sweepOnly ? [] : traces,
-  bulk_schemes: list(values.schemes, BULK_SCHEMES, "scheme") ?? (quick ? ["nuwa", "cubic"] : BULK_SCHEMES),
-  other_queue_schemes: list(values["shallow-schemes"], BULK_SCHEMES, "shallow scheme"),
+  bulk_schemes: list(values.schemes, ALL_BULK_SCHEMES, "scheme") ?? (quick ? ["nuwa", "cubic"] : BULK_SCHEMES),
+  other_queue_schemes: list(values["shallow-schemes"], ALL_BULK_SCHEMES, "shallow scheme"),
   video_schemes: list(values["video-schemes"], PLAY_SCHEMES, "video scheme") ?? (quick ? [] : VIDEO_SCHEMES),
   video_runs: ints(values["video-runs"], "--video-runs", 1, 20)![0]!,
   ladder_runs: ints(values["ladder-runs"], "--ladder-runs", 1, 20)![0]!,
