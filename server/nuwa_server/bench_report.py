@@ -139,6 +139,7 @@ METRICS: dict[str, Callable[[dict[str, Any]], Num]] = {
     "mean": lambda m: _get(m, "queuing_delay_ms", "mean"),
     "p50": lambda m: _get(m, "queuing_delay_ms", "p50"),
     "p95": lambda m: _get(m, "queuing_delay_ms", "p95"),
+    "p95_data": lambda m: _get(m, "queuing_delay_data_ms", "p95"),
     "loss": lambda m: _get(m, "loss_rate"),
     "qd_med": lambda m: _get(m, "qd_error_ms", "median"),
     "qd_p95": lambda m: _get(m, "qd_error_ms", "p95"),
@@ -888,6 +889,14 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
                 row.append(f"{fmt(u, 3)} / {fmt(p)} / {fmt(lo, 2, pct=True)}")
             rows.append(row)
         md += table(["trace", "family", *schemes], rows)
+        if any(cells.get("bulk", t, s, q, "p95_data") is not None
+               for t in cells.traces("bulk") for s in schemes):
+            md += ["p95 queuing delay of the packets that carry data (≥ 200 bytes; every packet "
+                   "counts above, including the server's ACK-only packets, which queue on a dark "
+                   "link; docs/DESIGN.md §3), ms:", ""]
+            md += table(["trace", *schemes],
+                        [[t, *[fmt(cells.get("bulk", t, s, q, "p95_data")) for s in schemes]]
+                         for t in cells.traces("bulk")])
         md += ["Queuing delay mean / p50 / p95 (ms), throughput (Mbit/s) and Qd estimate error "
                "median / p95 (ms, the page's controller against the emulator):", ""]
         rows = []

@@ -222,6 +222,9 @@ def bulk_metrics(run_dir: Path, trace: Path, delay_ms: float, warmup_s: float) -
         "queuing_delay_ms": {
             k: m.queuing_delay_ms.get(k) for k in ("mean", "p50", "p95", "p99", "max")
         },
+        "queuing_delay_data_ms": {
+            k: m.queuing_delay_data_ms.get(k) for k in ("mean", "p50", "p95", "p99", "max")
+        },
         "loss_rate": m.loss_rate,
         "delivered_bytes": m.delivered_bytes,
         "capacity_bytes": m.capacity_bytes,

@@ -118,6 +118,21 @@ def test_metrics_from_a_simulated_run(tmp_path):
     assert w.duration_s == 1.0
 
 
+def test_data_packet_delay_leaves_out_small_packets_queued_in_a_dark_spell(tmp_path):
+    """ACK-sized packets that queue through a 2 s dark spell dominate the per-packet p95;
+    ``queuing_delay_data_ms`` counts only packets of >= 200 bytes (the data)."""
+    ops = tuple(range(1, 1001)) + tuple(range(3001, 4001))  # 1 s on, 2 s dark, 1 s on
+    tr = parse_trace([str(t) for t in ops], "dark")
+    arrivals = [(float(t), 1350) for t in range(0, 900, 3)]  # data while the link is up
+    arrivals += [(float(t), 60) for t in range(1000, 3000, 20)]  # ACK-only packets in the dark
+    arrivals += [(float(t), 1350) for t in range(3000, 3900, 3)]
+    arrivals.sort()
+    log, _ = simulate(tmp_path, tr, arrivals, end_ms=4500)
+    m = analyze_log(log, tr)
+    assert m.queuing_delay_ms["p95"] is not None and m.queuing_delay_ms["p95"] > 1000
+    assert m.queuing_delay_data_ms["p95"] is not None and m.queuing_delay_data_ms["p95"] < 50
+
+
 def test_summary_utilization_counts_idle_capacity_and_busy_only_is_named_so(tmp_path):
     """Issue 13 item 4: the summary's ``utilization`` is delivered ÷ all capacity (idle
     opportunities counted); the busy-only figure is ``utilization_busy``."""

@@ -124,7 +124,10 @@ class LogMetrics:
     packets: ``arrived`` (every ``+``, dropped ones included), ``departed``,
     ``dropped``; ``loss_rate`` = dropped / arrived.
     queuing_delay_ms: mean/p50/p95/p99/max of departure − arrival (FIFO-matched)
-    over packets departing in the window.
+    over packets departing in the window; ``queuing_delay_data_ms`` the same over
+    packets of at least :data:`DATA_PACKET_MIN_BYTES` (those that carry data: an
+    ACK-only QUIC packet is under 100 bytes, and on a dark link a receiver's grants
+    make the server queue one per grant it acknowledges).
     ``capacity_bytes`` = 1504 × opportunities in the window (trace capacity);
     ``delivered_bytes`` = sizes of packets departing in the window;
     ``utilization`` = delivered / capacity: every opportunity counts, idle
@@ -150,6 +153,7 @@ class LogMetrics:
     packets: dict[str, int]
     loss_rate: float
     queuing_delay_ms: dict[str, float | None]
+    queuing_delay_data_ms: dict[str, float | None]
     capacity_bytes: int
     delivered_bytes: int
     utilization: float | None
@@ -173,6 +177,21 @@ class LogMetrics:
         d = asdict(self)
         d["duration_s"] = self.duration_s
         return d
+
+
+DATA_PACKET_MIN_BYTES = 200
+"""Packets at least this large count as data packets (``queuing_delay_data_ms``), bytes."""
+
+
+def _delay_stats(delays: list[int]) -> dict[str, float | None]:
+    """mean/p50/p95/p99/max of sorted delays, ms (None when empty)."""
+    return {
+        "mean": sum(delays) / len(delays) if delays else None,
+        "p50": percentile(delays, 50),
+        "p95": percentile(delays, 95),
+        "p99": percentile(delays, 99),
+        "max": float(delays[-1]) if delays else None,
+    }
 
 
 def analyze_log(
@@ -205,6 +224,7 @@ def analyze_log(
 
     # FIFO-matched delays, departures in the window
     delays: list[int] = []
+    data_delays: list[int] = []
     delay_mismatches = 0
     delivered = 0
     departed = 0
@@ -213,6 +233,8 @@ def analyze_log(
             delay_mismatches += 1
         if inside(d_t):
             delays.append(d_t - a_t)
+            if d_size >= DATA_PACKET_MIN_BYTES:
+                data_delays.append(d_t - a_t)
             delivered += d_size
             departed += 1
     unmatched = max(0, len(log.departures) - len(log.arrivals))
@@ -265,6 +287,7 @@ def analyze_log(
         schedule_mismatches = sum(abs(got[x] - want[x]) for x in set(want) | set(got))
 
     delays.sort()
+    data_delays.sort()
     arrived = sum(1 for t, _ in log.all_arrivals if inside(t))
     dropped = sum(1 for t, _ in log.drops if inside(t))
     capacity = n_opp * PACKET_SIZE_BYTES
@@ -275,13 +298,8 @@ def analyze_log(
         base_timestamp_ms=log.base_timestamp_ms,
         packets={"arrived": arrived, "departed": departed, "dropped": dropped},
         loss_rate=dropped / arrived if arrived else 0.0,
-        queuing_delay_ms={
-            "mean": sum(delays) / len(delays) if delays else None,
-            "p50": percentile(delays, 50),
-            "p95": percentile(delays, 95),
-            "p99": percentile(delays, 99),
-            "max": float(delays[-1]) if delays else None,
-        },
+        queuing_delay_ms=_delay_stats(delays),
+        queuing_delay_data_ms=_delay_stats(data_delays),
         capacity_bytes=capacity,
         delivered_bytes=delivered,
         utilization=delivered / capacity if capacity else None,
