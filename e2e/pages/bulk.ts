@@ -30,6 +30,8 @@ interface BulkLog {
   kalman_qd_ms: number[];
   window_bytes: number[];
   phase_changes: [number, string][];
+  /** The Td in force whenever it changed: [receiver time µs, ms] (adaptive Td, issue 14). */
+  target_delay_ms: [number, number][];
   grants: number;
   rtt_us: number[];
   estimate: { t_us: number; bps: number; basis: string; delivery_rate_bps: number }[];
@@ -63,6 +65,7 @@ const log: BulkLog = {
   kalman_qd_ms: [],
   window_bytes: [],
   phase_changes: [],
+  target_delay_ms: [],
   grants: 0,
   rtt_us: [],
   estimate: [],
@@ -90,6 +93,8 @@ function onTelemetry(e: TelemetryEvent): void {
     log.raw_qd_ms.push(e.decision.raw_queuing_delay_ms);
     log.kalman_qd_ms.push(e.decision.kalman_queuing_delay_ms);
     log.window_bytes.push(e.decision.window_bytes);
+    const td = log.target_delay_ms[log.target_delay_ms.length - 1];
+    if (td === undefined || Math.abs(td[1] - e.decision.target_delay_ms) >= 0.5) log.target_delay_ms.push([e.t_us, e.decision.target_delay_ms]);
     if (e.decision.phase !== phase) {
       phase = e.decision.phase;
       log.phase_changes.push([e.t_us, `${phase}: ${e.decision.reason}`]);
