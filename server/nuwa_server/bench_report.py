@@ -736,6 +736,34 @@ def plot_timeseries(runs: list[Run], series: dict[str, dict[str, Any]], title: s
     plt.close(fig)
 
 
+def td_series(run: Run) -> tuple[list[float], list[float]] | None:
+    """The Td in force over time of a run, from its page log (``target_delay_ms``:
+    [receiver µs, ms] at each change): (seconds since the first frame, ms), or None."""
+    page_path = run.dir / "page.json"
+    if not page_path.exists():
+        return None
+    page = json.loads(page_path.read_text())
+    pts = page.get("target_delay_ms") or []
+    if not pts or not page.get("recv_us"):
+        return None
+    t0 = float(page["recv_us"][0])
+    return [(float(t) - t0) / 1e6 for t, _ in pts], [float(v) for _, v in pts]
+
+
+def plot_td(picks: list[tuple[str, str, tuple[list[float], list[float]]]], path: Path) -> None:
+    """Td in force over time, one line per (family, trace), as a step plot."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(11, 3.5))
+    for family, trace, (t, v) in picks:
+        ax.step(t, v, where="post", lw=0.9, label=f"{family}: {trace}")
+    ax.set_xlabel("s since the first frame")
+    ax.set_ylabel("Td in force (ms)")
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def plot_sweeps(sweeps: list[dict[str, Any]], path: Path) -> None:
     """Mean utilization and median p95 per family against each swept parameter (simulated)."""
     plt = _plt()
@@ -928,6 +956,26 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
                 plots.append(p3)
                 md += [f"Time series on {ts_trace} (one run per scheme):", "",
                        f"![time series]({img_prefix}{p3.name})", ""]
+    # the adaptive Td over time, one trace per family (issue 14)
+    td_picks: list[tuple[str, str, tuple[list[float], list[float]]]] = []
+    seen_families: set[str] = set()
+    for t in cells.traces("bulk"):
+        fam = cells.family.get(t, "")
+        if fam in seen_families:
+            continue
+        for q in cells.queues("bulk"):
+            got = [r for r in cells.by.get(("bulk", t, "nuwa_adaptive", q), []) if r.valid]
+            ts = td_series(got[0]) if got else None
+            if ts is not None:
+                td_picks.append((fam, t, ts))
+                seen_families.add(fam)
+                break
+    if td_picks:
+        p_td = plots_dir / "td-adaptive.png"
+        plot_td(td_picks, p_td)
+        plots.append(p_td)
+        md += ["## Adaptive Td over time (`nuwa_adaptive`, one trace per family)", "",
+               f"![Td in force]({img_prefix}{p_td.name})", ""]
     # ratchet
     if ratchet:
         md += ["## No ratchet: constant 10 Mbit/s, nuwa, deep queue", "",

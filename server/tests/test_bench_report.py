@@ -101,3 +101,23 @@ def test_helpers_and_cli_error(tmp_path):
     assert fmt(None) == "–" and fmt(0.1234, 1, pct=True) == "12.3%"
     with pytest.raises(SystemExit, match="bench-index.json"):
         main(["--bench-dir", str(tmp_path)])
+
+
+def test_td_series_from_the_page_log_and_its_plot(tmp_path):
+    import json
+
+    from nuwa_server.bench_report import plot_td, td_series
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "page.json").write_text(json.dumps(
+        {"recv_us": [1_000_000, 1_001_000],
+         "target_delay_ms": [[1_000_000, 25.0], [3_500_000, 61.5]]}))
+    r = Run({"id": "x"}, run_dir)
+    assert td_series(r) == ([0.0, 2.5], [25.0, 61.5])
+    assert td_series(Run({"id": "y"}, tmp_path / "missing")) is None
+    (run_dir / "page.json").write_text(json.dumps({"recv_us": [1], "target_delay_ms": []}))
+    assert td_series(r) is None  # an old page log, or a pinned Td, has nothing to plot
+    out = tmp_path / "td.png"
+    plot_td([("4G", "t", ([0.0, 2.5], [25.0, 61.5]))], out)
+    assert out.stat().st_size > 1000
