@@ -75,10 +75,10 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // utilization ≥ 0.90 on all of them at p95 ≤ 1.3× the causal oracle's on bursty LTE; the
   // papers' Td 20 / ρ 50 left the Saturator LTE traces at 0.78–0.83.
   target_delay_ms: 25, // ms
-  // Off by default: it fills bursty links a fixed Td starves (simulated: utilization 0.04-0.51 →
-  // 0.69-0.98 over 18 burst variants), but several Nuwa flows sharing one queue read each other's
-  // queue as the link's own waits and drift apart (5 flows on 6 Mbit/s: Jain 0.92 → 0.72, p95 57 →
-  // 1700 ms); docs/DESIGN.md §3 "Adaptive Td". A page that knows it is alone on its link turns it on.
+  // Off by default: it fills bursty links a fixed Td starves (simulated: mean utilization 0.19 →
+  // 0.73 over 18 burst variants), but where several Nuwa flows share one queue it doubles the delay
+  // (5 flows on 6 Mbit/s: p95 57 → 118 ms; 20 on 24 Mbit/s: Jain 0.89 → 0.84); docs/DESIGN.md §3
+  // "Adaptive Td". A page that knows it is alone on its link turns it on.
   adaptive_target_delay: false,
   target_delay_max_ms: 200, // ms
   link_wait_quantile: 0.5,
