@@ -75,7 +75,7 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // utilization ≥ 0.90 on all of them at p95 ≤ 1.3× the causal oracle's on bursty LTE; the
   // papers' Td 20 / ρ 50 left the Saturator LTE traces at 0.78–0.83.
   target_delay_ms: 25, // ms
-  // Off by default: it fills bursty links a fixed Td starves (simulated: mean utilization 0.19 →
+  // Off by default: it fills bursty links a fixed Td starves (simulated: mean utilization 0.15 →
   // 0.73 over 18 burst variants), but where several Nuwa flows share one queue it doubles the delay
   // (5 flows on 6 Mbit/s: p95 57 → 118 ms; 20 on 24 Mbit/s: Jain 0.89 → 0.84); docs/DESIGN.md §3
   // "Adaptive Td". A page that knows it is alone on its link turns it on.
