@@ -2,7 +2,7 @@
  * `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] --json OUT`:
  * the offline frontier of traces (issue 14; packages/cc/src/sim/frontier.ts, docs/DESIGN.md §7),
  * SIMULATED in process: for each trace, the (utilization, p95 queuing delay) point of every
- * omniscient window sender of the headroom grid and their envelope. Traces: every 3G, 4G and
+ * omniscient sender (window and paced families) of the headroom grid and their envelope. Traces: every 3G, 4G and
  * low-band 5G trace of traces/index.json found on disk (the end-to-end set of `./nuwa bench`),
  * plus every `*.mahi` in --burst-dir (e.g. burst variants made by
  * `python -m nuwa_server.emulator.burstify`); --traces keeps those whose name or path contains
@@ -17,7 +17,7 @@ import { parseCli, usageError } from "./cli-args.js";
 import { computeFrontiers, traceName } from "./frontier.js";
 
 const USAGE = `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] --json OUT
-  the offline frontier (omniscient window senders, SIMULATED) of every 3G/4G/low-band 5G trace,
+  the offline frontier (omniscient senders, SIMULATED) of every 3G/4G/low-band 5G trace,
   plus every *.mahi in --burst-dir; --traces keeps names or paths containing one of a,b`;
 const values = parseCli(USAGE, {
   traces: { type: "string" },

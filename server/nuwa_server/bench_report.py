@@ -883,11 +883,12 @@ def frontier_section(cells: Cells, frontier: dict[str, Any] | None, q: int) -> l
     if not rows:
         return []
     return [f"Distance to the offline frontier (issue 14), {qname(q)}: the frontier is the "
-            "lowest p95 queuing delay at which an omniscient window sender (window = the "
-            "capacity the trace will offer over the next base RTT + headroom, from the time its "
-            "packets reach the queue; headroom swept) reaches a utilization, SIMULATED on the "
-            "same path model (`frontier.json`, packages/cc/src/sim/frontier.ts, docs/DESIGN.md "
-            "§7). It bounds the true frontier from above. Ratio = p95 ÷ max(frontier, "
+            "lowest p95 queuing delay at which an omniscient sender reaches a utilization: an "
+            "ACK-clocked window = the capacity the trace will offer over the next base RTT + "
+            "headroom from the time its packets reach the queue, or arrivals paced evenly over "
+            "each base RTT carrying its capacity (headroom swept), SIMULATED on the same path "
+            "model (`frontier.json`, packages/cc/src/sim/frontier.ts, docs/DESIGN.md §7). It "
+            "bounds the true frontier from above. Ratio = p95 ÷ max(frontier, "
             f"{FRONTIER_FLOOR_MS:g} ms); \"above its range\": the scheme's utilization is higher "
             "than any member of the family reached.", "",
             *table(["trace", "scheme", "util", "Qd p95", "frontier p95 at util", "p95 ÷ frontier",

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type FrontierPoint, frontierEnvelope, frontierP95AtUtilization, frontierPoints, omniscientWindowPoint } from "./frontier.js";
+import { type FrontierPoint, frontierEnvelope, frontierP95AtUtilization, frontierPoints, omniscientPacedPoint, omniscientWindowPoint } from "./frontier.js";
 import { constantRateTrace, parseMahimahiTrace } from "./trace.js";
 
 /** `n` opportunities at one instant every `period_ms` (a Mahimahi trace of one period). */
@@ -16,9 +16,9 @@ function onOff(on_ms: number, off_ms: number): Uint32Array {
   return Uint32Array.from(t);
 }
 
-describe("omniscient window senders (offline frontier, issue 14)", () => {
+describe("omniscient senders (offline frontier, issue 14)", () => {
   it("reach full utilization with almost no queue on a constant-rate trace", () => {
-    const pts = frontierPoints(constantRateTrace(12e6), { duration_s: 10, headrooms_ms: [0, 10, 50] });
+    const pts = frontierPoints(constantRateTrace(12e6), { duration_s: 10, headrooms_ms: [0, 10, 50], families: ["window"] });
     expect(pts[0]!.utilization).toBeGreaterThan(0.99);
     expect(pts[0]!.p95_ms).toBeLessThanOrEqual(1);
     // headroom h is a standing queue of h ms at a constant rate
@@ -33,7 +33,7 @@ describe("omniscient window senders (offline frontier, issue 14)", () => {
     // previous burst's ACKs are back (they return 25 ms after it, at most 200 − 75 − h ms before, for
     // h ≤ 100), so 10 packets leave at once, reach the queue 50 + h ms before the burst and leave in
     // it: queuing delay 50 + h for every packet; 10 × 1500 of 10 × 1504 bytes used.
-    const pts = frontierPoints(instantBursts(10, 200), { duration_s: 12, headrooms_ms: [0, 20, 100] });
+    const pts = frontierPoints(instantBursts(10, 200), { duration_s: 12, headrooms_ms: [0, 20, 100], families: ["window"] });
     for (const p of pts) {
       expect(p.p95_ms).toBe(50 + p.headroom_ms);
       expect(p.utilization).toBeCloseTo(1500 / 1504, 3);
@@ -54,7 +54,7 @@ describe("omniscient window senders (offline frontier, issue 14)", () => {
     // reach the queue 50 + h ms early: p95 = 50 + h throughout.
     const o = { duration_s: 33, warmup_s: 3 }; // 100 whole periods measured
     const util = (h: number) => (h <= 50 ? 0.75 : h >= 100 ? 1 : (100 + h) / 200);
-    const pts = frontierPoints(onOff(200, 100), { ...o, headrooms_ms: [0, 40, 60, 80, 100, 150] });
+    const pts = frontierPoints(onOff(200, 100), { ...o, headrooms_ms: [0, 40, 60, 80, 100, 150], families: ["window"] });
     for (const p of pts) {
       expect(p.utilization).toBeCloseTo(util(p.headroom_ms), 2);
       expect(p.p95_ms).toBe(50 + p.headroom_ms);
@@ -70,8 +70,31 @@ describe("omniscient window senders (offline frontier, issue 14)", () => {
     expect(aligned.p95_ms).toBe(0);
   });
 
+  it("paced family: even arrivals per 50 ms interval, h ahead of their capacity (by hand)", () => {
+    // Constant rate: the arrival rate is the capacity rate whatever h (h moves which capacity the
+    // arrivals carry, not how much): no standing queue, only the phase of arrivals against
+    // opportunities (< 1 ms) and the one ms in ~375 without an opportunity.
+    const c = frontierPoints(constantRateTrace(12e6), { duration_s: 10, headrooms_ms: [0, 10], families: ["paced"] });
+    expect(c.map((p) => p.family)).toEqual(["paced", "paced"]);
+    for (const p of c) {
+      expect(p.utilization).toBeGreaterThan(0.99);
+      expect(p.p95_ms).toBeLessThanOrEqual(2);
+    }
+    // 10 opportunities at B = 200 k. h = 10: B lies in [kI + 10, kI + 60) for the interval
+    // [B − 50, B), whose 15 040 bytes arrive at 300.8 bytes/ms: the n-th packet at B − 50 +
+    // ceil(4.987 n) − 1, i.e. 46, 41, …, 1 ms before B (up to 5 ms earlier once the 40 bytes
+    // left per burst have added up): every packet served at B, p95 = the earliest, 46–51 ms.
+    // h = 0: B starts the interval [B, B + 50): every packet just misses it and waits ~150–200 ms.
+    const [h0, h10] = frontierPoints(instantBursts(10, 200), { duration_s: 8, headrooms_ms: [0, 10], families: ["paced"] });
+    expect(h10!.utilization).toBeCloseTo(1500 / 1504, 2);
+    expect(h10!.p95_ms).toBeGreaterThanOrEqual(46);
+    expect(h10!.p95_ms).toBeLessThanOrEqual(51);
+    expect(h0!.p95_ms).toBeGreaterThanOrEqual(150);
+    expect(() => omniscientPacedPoint(constantRateTrace(1e6), 0, { paced_interval_ms: 0 })).toThrow(RangeError);
+  });
+
   it("the envelope drops dominated points and interpolates linearly in utilization", () => {
-    const pt = (headroom_ms: number, utilization: number, p95_ms: number): FrontierPoint => ({ headroom_ms, utilization, p95_ms, loss_rate: 0 });
+    const pt = (headroom_ms: number, utilization: number, p95_ms: number): FrontierPoint => ({ family: "window", headroom_ms, utilization, p95_ms, loss_rate: 0 });
     const pts = [pt(0, 0.8, 40), pt(5, 0.7, 60), pt(10, 0.9, 60), pt(20, 1.0, 100), pt(30, 0.95, 120), pt(40, 0.5, Number.NaN)];
     expect(frontierEnvelope(pts).map((p) => p.headroom_ms)).toEqual([0, 10, 20]);
     expect(frontierP95AtUtilization(pts, 0.6)).toBe(40);
@@ -85,7 +108,7 @@ describe("omniscient window senders (offline frontier, issue 14)", () => {
 
   it("is non-decreasing in utilization on a bursty LTE trace", () => {
     const trace = parseMahimahiTrace(readFileSync(resolve(__dirname, "../../../../traces/4G/mahimahi-tmobile-lte-short.mahi"), "utf8"));
-    const pts = frontierPoints(trace, { duration_s: 12, headrooms_ms: [0, 10, 30, 100, 300] });
+    const pts = frontierPoints(trace, { duration_s: 12, headrooms_ms: [0, 10, 30, 100, 300], families: ["window"] });
     const us = pts.map((p) => p.utilization);
     expect(Math.max(...us)).toBeGreaterThan(0.95);
     let prev = 0;
