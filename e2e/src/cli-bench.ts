@@ -32,6 +32,8 @@
  *   finished without error: only for the same code and settings)
  *   --report-only (rebuild the report from DIR) --sim-duration S --ratchet-duration S (120)
  *   --oracle-window-ms MS (the oracle's capacity window; default the base RTT, 50 ms)
+ * Bulk runs on a deep queue also write `frontier.json`: the offline frontier of their traces
+ * (SIMULATED, e2e/src/frontier.ts; issue 14), which the report compares each scheme with.
  * Seeds are repetitions (the emulator has no randomness at zero random loss;
  * run-to-run spread comes from real timing). Heavy: run it as `flock /tmp/nuwa-heavy.lock ./nuwa bench ...` on a shared machine.
  */
@@ -63,6 +65,7 @@ import {
   VIDEO_SCHEMES,
 } from "./bench.js";
 import { parseCli, usageError } from "./cli-args.js";
+import { computeFrontiers, DEEP_MIN_PACKETS } from "./frontier.js";
 import { PLAY_SCHEMES } from "./play.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
@@ -226,6 +229,13 @@ if (!values["report-only"]) {
   const sim: SimRecord[] = doSim || sweepOnly ? runSimMatrix(simTraces, opts.queues, simDuration, cc, log) : [];
   const sweeps: SweepPoint[] = doSweep || sweepOnly ? runSweeps(simTraces, 1000, simDuration, cc, log) : [];
   const fairness: FairnessPoint[] = doSweep || sweepOnly ? runFairness(cc, log) : [];
+  // Issue 14: the offline frontier (SIMULATED, seconds) of the traces run in bulk, on the deep queue,
+  // for the report's "distance to the frontier" (bench_report.py reads frontier.json).
+  const frontierQueue = opts.queues.find((q) => q >= DEEP_MIN_PACKETS);
+  if (!sweepOnly && opts.bulk_schemes.length > 0 && opts.traces.length > 0 && frontierQueue !== undefined) {
+    const fr = computeFrontiers(opts.traces, { duration_s: bulkDuration, queue_packets: frontierQueue, one_way_delay_ms: opts.delay_ms }, (s) => log(`frontier ${s}`));
+    writeFileSync(`${out_dir}/frontier.json`, JSON.stringify(fr, null, 1));
+  }
   const index = {
     command,
     mode,

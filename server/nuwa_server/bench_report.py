@@ -4,7 +4,9 @@ Reads what ``./nuwa bench`` (``e2e/src/cli-bench.ts``) wrote under a bench
 directory: ``bench-index.json`` (command, options, effective controller
 config, simulator results and sweeps) and ``runs/<id>/bench.json`` (one end-to-end
 run: its spec and the metrics of ``bulk_metrics.py`` / ``play_metrics.py``),
-plus each run's emulator log and server logs for the time series and CDFs.
+plus each run's emulator log and server logs for the time series and CDFs, and
+``frontier.json`` when present (issue 14: the offline frontier of the bulk traces, SIMULATED;
+each scheme's p95 against it; bench directories without it report the target "not measured").
 
 Metrics are docs/DESIGN.md §6's; nothing is recomputed here
 except what the plots need (per-packet queuing delay from the emulator log,
@@ -104,6 +106,66 @@ def load_bench(bench_dir: Path) -> tuple[dict[str, Any], list[Run]]:
         if f.exists():
             runs.append(Run(json.loads(f.read_text()), f.parent))
     return index, runs
+
+
+FRONTIER_FILE = "frontier.json"
+"""The offline frontier of the bulk traces (issue 14), written by ``./nuwa bench``
+(e2e/src/frontier.ts): ``{queue_packets, traces: {name: {points, envelope, ...}}}``."""
+FRONTIER_FLOOR_MS = 1.0
+"""Least frontier p95 a ratio divides by, ms: queuing delays are whole milliseconds (the
+emulator's clock), so a frontier of 0 ms is read as 1 ms rather than an infinite ratio."""
+FRONTIER_TARGET_RATIO = 1.3
+"""Issue 14: nuwa on average within this factor of the frontier's p95 at its utilization."""
+
+
+def load_frontier(bench_dir: Path) -> dict[str, Any] | None:
+    """``bench_dir/frontier.json``, or None when absent (bench directories made before issue 14)."""
+    f = bench_dir / FRONTIER_FILE
+    if not f.exists():
+        return None
+    data: dict[str, Any] = json.loads(f.read_text())
+    return data
+
+
+def frontier_p95_at(envelope: list[dict[str, Any]], u: float) -> float | None:
+    """The frontier's p95 queuing delay at utilization ``u``, ms (packages/cc/src/sim/frontier.ts
+    ``frontierP95AtUtilization``, on its envelope): the least p95 among envelope points with
+    utilization ≥ ``u``, linear in utilization between neighbouring points; the lowest point's
+    p95 below it. None when ``u`` is above every point's utilization or there is no point.
+
+    ``envelope``: ``[{utilization, p95_ms}]`` sorted by utilization ascending (as written).
+    """
+    env = sorted((p for p in envelope
+                  if p.get("p95_ms") is not None and p.get("utilization") is not None),
+                 key=lambda p: float(p["utilization"]))
+    if not env or u > float(env[-1]["utilization"]):
+        return None
+    if u <= float(env[0]["utilization"]):
+        return float(env[0]["p95_ms"])
+    for a, b in zip(env, env[1:], strict=False):
+        ua, ub = float(a["utilization"]), float(b["utilization"])
+        if u <= ub:
+            f = (u - ua) / (ub - ua) if ub > ua else 1.0
+            return float(a["p95_ms"]) + f * (float(b["p95_ms"]) - float(a["p95_ms"]))
+    return float(env[-1]["p95_ms"])
+
+
+def frontier_ratio(cells: Cells, frontier: dict[str, Any] | None, trace: str, scheme: str,
+                   q: int) -> tuple[Num, Num, Num, Num]:
+    """(utilization, p95 ms, frontier p95 ms at that utilization, p95 ÷ max(frontier,
+    FRONTIER_FLOOR_MS)) of a bulk cell; None where not measured (no frontier for this trace or
+    queue, no run, or a utilization above the frontier's range)."""
+    u = cells.get("bulk", trace, scheme, q, "util")
+    p = cells.get("bulk", trace, scheme, q, "p95")
+    if frontier is None or int(frontier.get("queue_packets", -1)) != q:
+        return u, p, None, None
+    tr = (frontier.get("traces") or {}).get(trace)
+    if tr is None or u is None:
+        return u, p, None, None
+    f = frontier_p95_at(tr.get("envelope") or [], u)
+    if f is None or p is None:
+        return u, p, f, None
+    return u, p, f, p / max(f, FRONTIER_FLOOR_MS)
 
 
 def throughput_mbps(m: dict[str, Any]) -> Num:
@@ -472,8 +534,10 @@ def _ratio_ok(a: Num, b: Num, f: Callable[[float, float], bool]) -> bool | None:
     return f(a, b)
 
 
-def compute_targets(cells: Cells, index: dict[str, Any], ratchet: list[Run]) -> list[Target]:
-    """Every target of issue 5, computed from the valid runs (see module doc)."""
+def compute_targets(cells: Cells, index: dict[str, Any], ratchet: list[Run],
+                    frontier: dict[str, Any] | None = None) -> list[Target]:
+    """Every target of issue 5 (and issue 14's distance to the offline frontier, from
+    ``frontier``, the bench's ``frontier.json``), computed from the valid runs (see module doc)."""
     out: list[Target] = []
     deep = [q for q in cells.queues("bulk") if q >= DEEP_MIN_PACKETS]
     shallow = [q for q in cells.queues("bulk") if q < DEEP_MIN_PACKETS]
@@ -521,6 +585,7 @@ def compute_targets(cells: Cells, index: dict[str, Any], ratchet: list[Run]) -> 
                 parts.append(f"{t} {a:.0f} vs oracle {b:.0f} ms ({a / max(b, 1e-9):.2f}×)")
         out.append(Target("Deep queue: p95 ≤ 1.3× oracle's on the Saturator LTE traces",
                           "; ".join(parts) or "no oracle runs", all(oks) if oks else None))
+        out.append(frontier_target(cells, frontier, q))
     else:
         out.append(Target("Deep-queue targets", "no deep-queue bulk runs", None))
     if ratchet:
@@ -615,6 +680,33 @@ def compute_targets(cells: Cells, index: dict[str, Any], ratchet: list[Run]) -> 
     else:
         out.append(Target("Video targets", "no video runs", None))
     return out
+
+
+def frontier_target(cells: Cells, frontier: dict[str, Any] | None, q: int) -> Target:
+    """Issue 14: nuwa's p95 on the deep queue ``q`` within FRONTIER_TARGET_RATIO× of the offline
+    frontier's p95 at nuwa's own utilization, on average (mean of the per-trace ratios; traces
+    where nuwa's utilization is above the frontier's range are listed and left out)."""
+    name = (f"On average within {FRONTIER_TARGET_RATIO:g}× of the offline frontier's p95 at the "
+            "achieved utilization (nuwa, deep queue)")
+    if frontier is None:
+        return Target(name, f"no {FRONTIER_FILE} in this bench directory", None)
+    if int(frontier.get("queue_packets", -1)) != q:
+        return Target(name, f"frontier computed for a {frontier.get('queue_packets')}-packet "
+                      f"queue, not {q}", None)
+    ratios, parts, above = [], [], []
+    for t in cells.traces("bulk"):
+        u, p, f, r = frontier_ratio(cells, frontier, t, "nuwa", q)
+        if r is not None and f is not None and p is not None and u is not None:
+            ratios.append(r)
+            parts.append(f"{t} {p:.0f} vs {f:.0f} ms at util {u:.3f} ({r:.2f}×)")
+        elif u is not None and t in (frontier.get("traces") or {}):
+            above.append(t)
+    if not ratios:
+        return Target(name, "no nuwa deep-queue run on a trace of the frontier file", None)
+    mean = statistics.fmean(ratios)
+    return Target(name, f"mean {mean:.2f}× over {len(ratios)} traces ({'; '.join(parts)})"
+                  + (f"; utilization above the frontier's range: {', '.join(above)}"
+                     if above else ""), mean <= FRONTIER_TARGET_RATIO)
 
 
 # --------------------------------------------------------------------------- plots
@@ -801,6 +893,39 @@ def plot_sweeps(sweeps: list[dict[str, Any]], path: Path) -> None:
 # --------------------------------------------------------------------------- report
 
 
+def frontier_section(cells: Cells, frontier: dict[str, Any] | None, q: int) -> list[str]:
+    """Markdown: per trace and scheme on queue ``q``, the offline frontier's p95 at the
+    scheme's achieved utilization and the scheme's p95 ÷ that (issue 14); empty when the
+    frontier file is absent or was computed for another queue."""
+    if frontier is None or int(frontier.get("queue_packets", -1)) != q:
+        return []
+    rows = []
+    for t in cells.traces("bulk"):
+        for s in cells.schemes("bulk"):
+            u, p, f, r = frontier_ratio(cells, frontier, t, s, q)
+            if u is None and p is None:
+                continue
+            at = (frontier.get("traces") or {}).get(t, {}).get("p95_at_utilization_ms") or {}
+            rows.append([t, s, fmt(u, 3), fmt(p),
+                         fmt(f, 1) if f is not None else
+                         ("above its range" if t in (frontier.get("traces") or {}) else "–"),
+                         "–" if r is None else f"{r:.2f}×",
+                         " / ".join(fmt(at.get(k), 1) for k in ("0.9", "0.95"))])
+    if not rows:
+        return []
+    return [f"Distance to the offline frontier (issue 14), {qname(q)}: the frontier is the "
+            "lowest p95 queuing delay at which an omniscient sender reaches a utilization: an "
+            "ACK-clocked window = the capacity the trace will offer over the next base RTT + "
+            "headroom from the time its packets reach the queue, or arrivals paced evenly over "
+            "each base RTT carrying its capacity (headroom swept), SIMULATED on the same path "
+            "model (`frontier.json`, packages/cc/src/sim/frontier.ts, docs/DESIGN.md §7). It "
+            "bounds the true frontier from above. Ratio = p95 ÷ max(frontier, "
+            f"{FRONTIER_FLOOR_MS:g} ms); \"above its range\": the scheme's utilization is higher "
+            "than any member of the family reached.", "",
+            *table(["trace", "scheme", "util", "Qd p95", "frontier p95 at util", "p95 ÷ frontier",
+                    "frontier at 0.90 / 0.95"], rows)]
+
+
 def _end_commit(index: dict[str, Any]) -> str:
     """The commit at the end of the run, when it differs from the start (older reports: unknown)."""
     start = index.get("git", {}).get("commit")
@@ -891,7 +1016,8 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
             except (OSError, ValueError) as exc:
                 md.append(f"(series of {r.rec['id']} unavailable: {exc})")
     # targets first: the point of the exercise
-    targets = compute_targets(cells, index, ratchet)
+    frontier = load_frontier(bench_dir)
+    targets = compute_targets(cells, index, ratchet, frontier)
     md += ["## Targets (issue 5), computed from this run", ""]
     md += table(["target", "measured", "verdict"], [t.row() for t in targets])
     invalid = [r for r in runs if not r.valid]
@@ -938,6 +1064,7 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
                              fmt(g[4], 1), fmt(g[5], 1)])
         md += table(["trace", "scheme", "Qd mean", "Qd p50", "Qd p95", "Mbit/s", "util",
                      "Qd err med", "Qd err p95"], rows)
+        md += frontier_section(cells, frontier, q)
         p1 = plots_dir / f"tradeoff-q{q}.png"
         plot_tradeoff(cells, q, p1)
         p2 = plots_dir / f"cdf-q{q}.png"

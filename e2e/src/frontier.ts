@@ -1,0 +1,112 @@
+/**
+ * The offline frontier of traces as JSON (issue 14): `./nuwa frontier` and the frontier file that
+ * `./nuwa bench` writes beside its runs (`frontier.json`, read by bench_report.py). Simulated, in
+ * process (packages/cc/src/sim/frontier.ts; docs/DESIGN.md §7 "The offline frontier").
+ */
+import { readFileSync } from "node:fs";
+import { basename } from "node:path";
+import {
+  FRONTIER_FAMILIES,
+  FRONTIER_HEADROOMS_MS,
+  type FrontierFamily,
+  type FrontierOptions,
+  type FrontierPoint,
+  frontierEnvelope,
+  frontierP95AtUtilization,
+  frontierPoints,
+} from "../../packages/cc/src/sim/frontier.js";
+import { parseMahimahiTrace } from "../../packages/cc/src/sim/trace.js";
+
+/** A queue of at least this many packets counts as deep (bench_report.py DEEP_MIN_PACKETS), packets. */
+export const DEEP_MIN_PACKETS = 500;
+
+/** Utilizations at which `p95_at_utilization_ms` reports the frontier (issue 14 report), 0..1. */
+export const FRONTIER_REPORT_UTILIZATIONS: readonly number[] = [0.9, 0.95];
+
+/** One point as written to JSON: NaN becomes null. */
+export interface FrontierPointJson {
+  family: FrontierFamily;
+  headroom_ms: number;
+  utilization: number;
+  p95_ms: number | null;
+  loss_rate: number;
+}
+
+export interface TraceFrontierJson {
+  /** Trace file the frontier was computed from. */
+  path: string;
+  /** One point per headroom (module doc of sim/frontier.ts). */
+  points: FrontierPointJson[];
+  /** The lower-left envelope, utilization ascending (frontierEnvelope). */
+  envelope: FrontierPointJson[];
+  /** The frontier's p95 at each of FRONTIER_REPORT_UTILIZATIONS, ms (null: not reached). */
+  p95_at_utilization_ms: Record<string, number | null>;
+  /** The same on each family's own envelope, ms: `{family: {utilization: p95 | null}}`. */
+  p95_at_utilization_ms_by_family: Record<string, Record<string, number | null>>;
+}
+
+export interface FrontierJson {
+  /** What the numbers are (so the file explains itself). */
+  model: string;
+  duration_s: number;
+  warmup_s: number;
+  one_way_delay_ms: number;
+  queue_packets: number;
+  packet_bytes: number;
+  headrooms_ms: number[];
+  families: FrontierFamily[];
+  /** Pacing interval of the paced family, ms. */
+  paced_interval_ms: number;
+  traces: Record<string, TraceFrontierJson>;
+}
+
+const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
+const toJson = (p: FrontierPoint): FrontierPointJson => ({ family: p.family, headroom_ms: p.headroom_ms, utilization: p.utilization, p95_ms: finite(p.p95_ms), loss_rate: p.loss_rate });
+
+/** A trace's name in the frontier file: its file name without `.mahi`. */
+export function traceName(path: string): string {
+  return basename(path).replace(/\.mahi$/, "");
+}
+
+/**
+ * The frontier of each trace.
+ * @param traces `{name, path}` of Mahimahi trace files (names must be unique)
+ * @param opts simulation settings (defaults of sim/frontier.ts: 60 s, 25 ms each way, 1000 packets)
+ * @param log progress, one line per trace
+ * @throws Error on an unreadable or malformed trace, naming it
+ */
+export function computeFrontiers(traces: readonly { name: string; path: string }[], opts: FrontierOptions = {}, log: (s: string) => void = () => {}): FrontierJson {
+  const headrooms = [...(opts.headrooms_ms ?? FRONTIER_HEADROOMS_MS)];
+  const families = [...(opts.families ?? FRONTIER_FAMILIES)];
+  const out: FrontierJson = {
+    model:
+      "omniscient senders (packages/cc/src/sim/frontier.ts, docs/DESIGN.md §7), one point per family and headroom h: 'window' = ACK-clocked, window at t = capacity the trace offers over (t + d_down, t + d_down + RTT_base + h]; 'paced' = arrivals at a constant rate over each paced_interval_ms of the trace's clock, carrying the capacity of that interval shifted h later; envelope = points not dominated (higher utilization and lower p95) over both; an upper bound on the frontier of all window schedules",
+    duration_s: opts.duration_s ?? 60,
+    warmup_s: opts.warmup_s ?? 2,
+    one_way_delay_ms: opts.one_way_delay_ms ?? 25,
+    queue_packets: opts.queue_packets ?? 1000,
+    packet_bytes: opts.packet_bytes ?? 1500,
+    headrooms_ms: headrooms,
+    families,
+    paced_interval_ms: opts.paced_interval_ms ?? 2 * (opts.one_way_delay_ms ?? 25),
+    traces: {},
+  };
+  for (const t of traces) {
+    if (t.name in out.traces) throw new Error(`frontier: two traces named ${t.name}`);
+    let trace: Uint32Array;
+    try {
+      trace = parseMahimahiTrace(readFileSync(t.path, "utf8"));
+    } catch (e) {
+      throw new Error(`frontier: ${t.path}: ${(e as Error).message}`);
+    }
+    const t0 = Date.now();
+    const pts = frontierPoints(trace, { ...opts, headrooms_ms: headrooms, families });
+    const atU = (ps: FrontierPoint[]): Record<string, number | null> => Object.fromEntries(FRONTIER_REPORT_UTILIZATIONS.map((u) => [String(u), finite(frontierP95AtUtilization(ps, u))]));
+    const at = atU(pts);
+    const byFamily = Object.fromEntries(families.map((f) => [f, atU(pts.filter((p) => p.family === f))]));
+    out.traces[t.name] = { path: t.path, points: pts.map(toJson), envelope: frontierEnvelope(pts).map(toJson), p95_at_utilization_ms: at, p95_at_utilization_ms_by_family: byFamily };
+    const show = (a: Record<string, number | null>) => Object.values(a).map((p) => (p === null ? "–" : p.toFixed(1))).join(" / ");
+    log(`${t.name}: p95 at util ${FRONTIER_REPORT_UTILIZATIONS.join(" / ")}: ${show(at)} ms (${families.map((f) => `${f} ${show(byFamily[f]!)}`).join(", ")}) (${((Date.now() - t0) / 1000).toFixed(1)} s CPU)`);
+  }
+  return out;
+}
