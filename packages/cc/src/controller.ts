@@ -188,8 +188,9 @@ export class NuwaController {
     const zero_queue_arrival_us = send_time_us + this.sampler.baseOwdUs;
     const stale = zero_queue_arrival_us < this.stale_before_us;
     if (!stale && this.phase !== "probe_drain") this.busy.onFrame(recv_time_us, s.queuing_delay_us, size_bytes, c.drain_threshold_ms * 1000);
-    // a frame that found the queue empty of ours (Qd < gap): its Qd is the link's own wait (waits.ts)
-    if (!stale) this.waits.offer(recv_time_us, s.queuing_delay_us, gap_us);
+    // a frame that found the queue empty of ours (Qd < gap): its Qd is the link's own wait (waits.ts);
+    // collected only while the Td adapts (turned on mid-session, it learns from then on)
+    if (!stale && c.adaptive_target_delay) this.waits.offer(recv_time_us, s.queuing_delay_us, gap_us);
     const td_ms = this.targetDelayMs(recv_time_us);
 
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
@@ -302,15 +303,17 @@ export class NuwaController {
         this.phase = "silence";
         this.reason = `silence: nothing for ${((now_us - this.last_recv_us) / 1000).toFixed(0)} ms; restart with start-up when data returns`;
       }
-      // Restart after idle (RFC 7661 §4.1 spirit): halve per silence period toward the restart window
-      // (never above the window before the silence), the initial window or less: what the delivery rate of the last 2 s carries in min RTT + Td
-      // (RFC 7661 §4.3: a window matched to the rate in use). On a link that carries a few packets a
-      // second a ten-packet restart would be seconds of queue (issue 14).
-      const rate_bps = this.rate.rateBps(now_us, RESTART_RATE_WINDOW_US);
-      const restart_bytes = Math.min(c.initial_window_bytes, (rate_bps / 8) * ((this.minRttUs + this.td_ms * 1000) / 1e6));
-      while (now_us - this.last_decay_us >= silence_us) {
-        this.last_decay_us += silence_us;
-        this.window_bytes = this.clamp(Math.min(this.window_bytes, Math.max(restart_bytes, this.window_bytes / 2))); // never raised by a silence
+      // Restart after idle (RFC 7661 §4.1 spirit): halve per silence period toward the restart window,
+      // never above the window before the silence: what the delivery rate of the last 2 s carries in
+      // min RTT + Td, at most the initial window (RFC 7661 §4.3: a window matched to the rate in use).
+      // On a link that carries a few packets a second a ten-packet restart is seconds of queue (issue 14).
+      if (now_us - this.last_decay_us >= silence_us) {
+        const rate_bps = this.rate.rateBps(now_us, RESTART_RATE_WINDOW_US);
+        const restart_bytes = Math.min(c.initial_window_bytes, (rate_bps / 8) * ((this.minRttUs + this.td_ms * 1000) / 1e6));
+        while (now_us - this.last_decay_us >= silence_us) {
+          this.last_decay_us += silence_us;
+          this.window_bytes = this.clamp(Math.min(this.window_bytes, Math.max(restart_bytes, this.window_bytes / 2)));
+        }
       }
     }
     this.timers(now_us);
