@@ -17,12 +17,13 @@ const execFileP = promisify(execFile);
 /**
  * `oracle`: the causal capacity oracle sets the window (issue 5); the page runs the controller and reports bytes received, its window is ignored.
  * `nuwa_adaptive`: `nuwa` with the opt-in adaptive target delay (`adaptive_target_delay: true` over `cc`; docs/DESIGN.md §3).
+ * `nuwa_raw`: `nuwa` as it was before the backlog signal became the default (`qd_source: "raw"` over `cc`).
  */
-export type BulkScheme = "nuwa" | "nuwa_adaptive" | "cubic" | "reno" | "oracle";
+export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_raw" | "cubic" | "reno" | "oracle";
 
 /** The server's `--cc` mode of a bulk scheme. */
 function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "oracle" {
-  return scheme === "nuwa_adaptive" ? "nuwa" : scheme;
+  return scheme === "nuwa_adaptive" || scheme === "nuwa_raw" ? "nuwa" : scheme;
 }
 
 export interface BulkOptions {
@@ -91,9 +92,9 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
     const params = new URLSearchParams({
       url: `https://127.0.0.1:${emu.ready.listen_port}/nuwa`,
       hash: String(server.ready.cert_sha256_hex),
-      mode: o.scheme === "nuwa" || o.scheme === "nuwa_adaptive" || o.scheme === "oracle" ? "control" : "observe",
+      mode: o.scheme === "nuwa" || o.scheme === "nuwa_adaptive" || o.scheme === "nuwa_raw" || o.scheme === "oracle" ? "control" : "observe",
       duration_s: String(o.duration_s),
-      cc: JSON.stringify(o.scheme === "nuwa_adaptive" ? { ...o.cc, adaptive_target_delay: true } : (o.cc ?? {})),
+      cc: JSON.stringify(o.scheme === "nuwa_adaptive" ? { ...o.cc, adaptive_target_delay: true } : o.scheme === "nuwa_raw" ? { ...o.cc, qd_source: "raw" } : (o.cc ?? {})),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
       ...(o.tuner ? { tuner: o.tuner } : {}),
     });

@@ -7,7 +7,7 @@ import { type BulkScheme, describeBulk, runBulk } from "./bulk.js";
 import { burstVariant } from "./burst.js";
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 
-const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|cubic|reno|oracle --duration S [--json OUT] [--out DIR]
+const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_raw|cubic|reno|oracle --duration S [--json OUT] [--out DIR]
   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator
   [--burst MIN..MAX[:SEED]]   run the trace's burst variant (gaps MIN..MAX ms, seed; traces/README.md), made into .cache/traces/`;
 const values = parseCli(USAGE, {
@@ -23,8 +23,8 @@ const values = parseCli(USAGE, {
 });
 const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as BulkScheme;
-if (!["nuwa", "nuwa_adaptive", "cubic", "reno", "oracle"].includes(scheme)) {
-  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, cubic, reno or oracle (got ${scheme})`);
+if (!["nuwa", "nuwa_adaptive", "nuwa_raw", "cubic", "reno", "oracle"].includes(scheme)) {
+  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_raw, cubic, reno or oracle (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 5 && duration_s <= 3600)) {

@@ -262,7 +262,7 @@ class Cells:
 
     def schemes(self, kind: str) -> list[str]:
         order = (list(LADDER) if kind == "play" else
-                 ["nuwa", "nuwa_adaptive", "oracle", "cubic", "reno", "dashjs",
+                 ["nuwa", "nuwa_adaptive", "nuwa_raw", "oracle", "cubic", "reno", "dashjs",
                   "dashjs_nuwa_estimate", "observe"])
         got = {k[2] for k in self.by if k[0] == kind}
         return [s for s in order if s in got] + sorted(got - set(order))
@@ -721,7 +721,7 @@ def _plt() -> Any:
     return plt
 
 
-COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "oracle": "k", "cubic": "C3", "reno": "C1",
+COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_raw": "C5", "oracle": "k", "cubic": "C3", "reno": "C1",
           "dashjs": "C3",
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "aimd": "C3"}

@@ -15,8 +15,8 @@ import { LinkWaitEstimator } from "./waits.js";
 
 const TRACES = join(dirname(fileURLToPath(import.meta.url)), "../../../traces");
 const trace = (rel: string) => parseMahimahiTrace(readFileSync(join(TRACES, rel), "utf8"));
-/** The controller before issue 14: Td fixed at 25 ms, a four-packet floor. */
-const FIXED_TD = { adaptive_target_delay: false, min_window_bytes: 4 * 1200 } as const;
+/** The controller before issue 14: Td fixed at 25 ms, a four-packet floor, the raw Qd driving the rule. */
+const FIXED_TD = { adaptive_target_delay: false, min_window_bytes: 4 * 1200, qd_source: "raw" } as const;
 /** The opt-in adaptive Td (off by default: see config.ts and the shared-queue test below). */
 const ADAPTIVE = { adaptive_target_delay: true } as const;
 

@@ -125,7 +125,9 @@ describe("NuwaController API", () => {
   });
 
   it("grows in start-up by one MSS per MSS received and leaves it when queuing appears", () => {
-    const c = new NuwaController({ target_delay_ms: 20, initial_window_bytes: 12_000 });
+    // raw Qd: these frames queue behind nothing of ours, so the default backlog signal would read
+    // their delay as the link's own wait (backlog.test.ts covers that); here the rule's algebra
+    const c = new NuwaController({ target_delay_ms: 20, initial_window_bytes: 12_000, qd_source: "raw" });
     let t = 0;
     for (let i = 0; i < 10; i++) c.onFrame(i * 100, (t += 100), 1200);
     expect(c.windowBytes).toBe(24_000);
@@ -136,7 +138,7 @@ describe("NuwaController API", () => {
 
   it("applies the paper's additive rule w ← w + tanh((Td − Qd)/ρ)·k/w (Eq. 2–3)", () => {
     // Td pinned: the rule's algebra at a given Td (adaptive-td.test.ts covers the adaptation)
-    const c = new NuwaController({ step: "additive", target_delay_ms: 20, adaptive_target_delay: false, sensitivity_ms: 50, aggressiveness_mss: 9, rate_cap: false });
+    const c = new NuwaController({ step: "additive", target_delay_ms: 20, adaptive_target_delay: false, sensitivity_ms: 50, aggressiveness_mss: 9, rate_cap: false, qd_source: "raw" });
     c.onFrame(0, 0, 1200);
     c.onFrame(1000, 1000 + 30_000, 1200); // exit start-up (Qd 30 ms)
     const w0 = c.windowBytes / 1200;
@@ -148,7 +150,7 @@ describe("NuwaController API", () => {
 
   it("multiplicative step: w·(1 + θ·g) + θ·a per RTT on increase, w·(1 + θ·g) on decrease", () => {
     const mk = () => {
-      const c = new NuwaController({ target_delay_ms: 20, adaptive_target_delay: false, sensitivity_ms: 50, multiplicative_gain: 0.25, additive_increase_mss: 4, rate_cap: false, min_window_bytes: 1200 });
+      const c = new NuwaController({ target_delay_ms: 20, adaptive_target_delay: false, sensitivity_ms: 50, multiplicative_gain: 0.25, additive_increase_mss: 4, rate_cap: false, min_window_bytes: 1200, qd_source: "raw" });
       c.onFrame(0, 0, 1200);
       c.onFrame(1000, 1000 + 30_000, 1200); // exit start-up (Qd 30 ms)
       return c;
@@ -166,7 +168,7 @@ describe("NuwaController API", () => {
 
   it("window validation: a window the sender leaves unused stops growing at 2× what is in flight (RFC 7661)", () => {
     const run = (factor: number) => {
-      const c = new NuwaController({ window_validation_factor: factor, additive_increase_mss: 0, adaptive_target_delay: false });
+      const c = new NuwaController({ window_validation_factor: factor, additive_increase_mss: 0, adaptive_target_delay: false, qd_source: "raw" });
       c.onRttSample(50_000);
       c.onFrame(0, 0, 1250);
       c.onFrame(1000, 1000 + 20_000, 1250); // exit start-up

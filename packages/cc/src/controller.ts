@@ -9,10 +9,13 @@
  *   (send_time_us, recv_time_us, size_bytes)
  *     → OneWayDelaySampler  (nuwa-icpads Eq. 1, sign corrected)
  *     → QueuingDelayKalman  (nuwa-rl-journal Eq. 2–4)      [reported; drives only if qd_source = "kalman"]
+ *     → BacklogEstimator    (our bytes ahead ÷ our rate)   [drives with qd_source = "backlog", the default:
+ *                            min(Qd, backlog delay), so a link's own waits do not cut the window]
  *     → window rule         (θ = tanh((Td − Qd)/ρ), Eq. 2; additive step w ← w + θ·k/w, Eq. 3/6;
  *                            multiplicative step w ← w·(1 + θ·g) + max(θ, 0)·a per RTT)
  *     → window bounds, delivery-rate cap
  */
+import { BacklogEstimator } from "./backlog.js";
 import { type NuwaConfig, resolveConfig } from "./config.js";
 import { QueuingDelayKalman } from "./kalman.js";
 import { OneWayDelaySampler } from "./owd.js";
@@ -33,6 +36,8 @@ export interface Decision {
   raw_queuing_delay_ms: number;
   /** Kalman-filtered queuing delay, ms. */
   kalman_queuing_delay_ms: number;
+  /** Delay of our own backlog ahead of the last frame (bytes ÷ our delivery rate), ms; the raw Qd when unknown. */
+  backlog_delay_ms: number;
   /** θ = tanh((Td − Qd)/ρ) of the last update (0 when not in avoidance). */
   theta: number;
   /** Td in force, ms: the configured Td plus the link's own waits when adaptive (waits.ts). */
@@ -72,6 +77,7 @@ export class NuwaController {
   private readonly rate = new DeliveryRateEstimator();
   private readonly busy = new BusyPeriodRateEstimator();
   private readonly waits = new LinkWaitEstimator();
+  private readonly backlog = new BacklogEstimator();
   private td_ms: number;
   private td_refreshed_us = Number.NEGATIVE_INFINITY;
   private window_bytes: number;
@@ -80,6 +86,7 @@ export class NuwaController {
   private reason = "initial window (RFC 9002 §7.2)";
   private raw_qd_ms = 0;
   private kalman_qd_ms = 0;
+  private backlog_delay_ms = 0;
   private min_delay_frame_bytes = 0;
   private cum_received_bytes = 0;
   private frames = 0;
@@ -194,7 +201,11 @@ export class NuwaController {
     const td_ms = this.targetDelayMs(recv_time_us);
 
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
-    const qd_ms = c.qd_source === "kalman" ? this.kalman_qd_ms : this.raw_qd_ms;
+    // our bytes still ahead of this frame when it reached the bottleneck, as a delay at our rate (backlog.ts)
+    const backlog_bytes = this.backlog.onFrame(zero_queue_arrival_us, recv_time_us, size_bytes);
+    const own_rate_bps = this.rate.rateBps(recv_time_us, c.backlog_rate_window_ms * 1000);
+    this.backlog_delay_ms = Number.isFinite(backlog_bytes) && own_rate_bps > 0 ? (backlog_bytes * 8 * 1000) / own_rate_bps : this.raw_qd_ms;
+    const qd_ms = this.drivingQdMs();
     const packets = size_bytes / c.mss_bytes; // packet-equivalents of this frame
     let w_pkts = this.window_bytes / c.mss_bytes;
 
@@ -242,6 +253,14 @@ export class NuwaController {
     if (this.phase !== "probe_drain") this.window_bytes = this.clamp(w_pkts * c.mss_bytes);
     this.timers(recv_time_us);
     return this.decision(qd_ms);
+  }
+
+  /** The queuing delay that drives the rule (config.qd_source), ms. */
+  private drivingQdMs(): number {
+    const c = this.config;
+    if (c.qd_source === "kalman") return this.kalman_qd_ms;
+    if (c.qd_source === "backlog") return Math.min(this.raw_qd_ms, this.backlog_delay_ms); // a wait our window did not build is no congestion
+    return this.raw_qd_ms;
   }
 
   private applyRateCap(w_pkts: number, now_us: number, always: boolean, td_ms: number): number {
@@ -317,7 +336,7 @@ export class NuwaController {
       }
     }
     this.timers(now_us);
-    return this.decision(c.qd_source === "kalman" ? this.kalman_qd_ms : this.raw_qd_ms);
+    return this.decision(this.drivingQdMs());
   }
 
   private timers(now_us: number): void {
@@ -347,6 +366,7 @@ export class NuwaController {
       queuing_delay_ms: qd_ms,
       raw_queuing_delay_ms: this.raw_qd_ms,
       kalman_queuing_delay_ms: this.kalman_qd_ms,
+      backlog_delay_ms: this.backlog_delay_ms,
       theta: this.theta,
       target_delay_ms: this.td_ms,
       reason: this.reason,

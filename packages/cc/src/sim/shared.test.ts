@@ -13,12 +13,13 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
   });
 
   it("the additive part of the increase brings latecomers (5 flows, 2 s apart) to an equal share (AIMD, Chiu & Jain 1989)", () => {
+    // the raw Qd signal, as when the additive part was introduced (backlog.test.ts: the default signal)
     const run = (a: number) =>
       simulateShared({
         trace: constantRateTrace(6e6, 1000),
         duration_s: 60,
         fair_from_s: 20,
-        flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { additive_increase_mss: a } })),
+        flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { additive_increase_mss: a, qd_source: "raw" as const } })),
       });
     const without = run(0);
     const withAi = run(4);
