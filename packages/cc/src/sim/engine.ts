@@ -84,8 +84,7 @@ export class Engine {
     this.cap_at.push(this.link.capacity_bytes);
     for (let i = 0; i < n; i++) {
       const mine: readonly Departure<Pkt>[] = n === 1 ? deps : deps.filter((d) => d.data.flow === i);
-      const hook = this.onRead;
-      this.flows[i]!.receive(t, mine, this.view, hook ? (r, dec) => hook(i, r, dec, t) : undefined);
+      this.flows[i]!.receive(t, mine, this.view, this.onRead);
     }
     this.t_ms = t + 1;
   }

@@ -204,13 +204,14 @@ export class Flow {
    * (`onRead` gets each frame with the controller's decision, null without a controller); then
    * the acknowledgements, the controller's tick and its grant, the oracle's report.
    */
-  receive(t: number, departures: readonly Departure<Pkt>[], path: PathView, onRead?: (r: Read, dec: Decision | null) => void): void {
+  receive(t: number, departures: readonly Departure<Pkt>[], path: PathView, onRead?: (flow: number, r: Read, dec: Decision | null, t_ms: number) => void): void {
     const ctl = this.controller;
-    for (const r of this.repair.read(departures)) {
-      const dec = ctl ? ctl.onFrame(r.data.send_us, r.read_ms * 1000, r.data.frame_bytes) : null;
-      this.read_bytes += r.data.frame_bytes;
-      onRead?.(r, dec);
-    }
+    if (departures.length > 0)
+      for (const r of this.repair.read(departures)) {
+        const dec = ctl ? ctl.onFrame(r.data.send_us, r.read_ms * 1000, r.data.frame_bytes) : null;
+        this.read_bytes += r.data.frame_bytes;
+        onRead?.(this.index, r, dec, t);
+      }
     const d = this.one_way_delay_ms;
     if (departures.length > 0) this.feedback.push(t + d, { acked_bytes: departures.length * this.frame_bytes });
     if (t < this.start_ms || !ctl) return;
