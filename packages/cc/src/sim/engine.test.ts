@@ -8,7 +8,9 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { simulateBench } from "./bench-sim.js";
 import { simulateBulk } from "./bulk.js";
+import { AimdCeiling } from "./ceiling.js";
 import { Engine } from "./engine.js";
+import { Pacer } from "./pacing.js";
 import { simulateShared } from "./shared.js";
 import { BulkStepper } from "./stepper.js";
 import { constantRateTrace, parseMahimahiTrace } from "./trace.js";
@@ -82,5 +84,39 @@ describe("one engine under every driver", () => {
     expect(() => new Engine({ trace: constantRateTrace(1e6) }, [])).toThrow(/no flows/);
     expect(() => new Engine({ trace: constantRateTrace(1e6) }, [{ policy: "schedule", frame_bytes: 1000 }])).toThrow(/schedule function/);
     expect(() => simulateBulk({ trace: constantRateTrace(1e6), duration_s: 3, pacing_gain: 0 })).toThrow(/pacing_gain/);
+  });
+
+  it("paces the sender by default (RFC 9002 §7.7): one frame in the first ms, not the initial window", () => {
+    const first = (pacing_gain?: number) => {
+      const eng = new Engine({ trace: constantRateTrace(12e6) }, [{ frame_bytes: 1222, pacing_gain }]);
+      eng.tick();
+      return eng.flows[0]!.new_packets;
+    };
+    expect(first()).toBe(1); // bucket of one frame + 2 × 12 000 B / 50 ms
+    expect(first(Number.POSITIVE_INFINITY)).toBe(9); // 12 000-byte initial grant, 1222-byte frames
+    const p = new Pacer(2, 50, 1000);
+    p.refill(10_000); // 400 B/ms, bucket ≤ max(800, 2000)
+    expect(p.ready).toBe(true);
+    p.take(1000);
+    expect(p.ready).toBe(false); // 400 B left
+    for (let i = 0; i < 10; i++) p.refill(10_000);
+    p.take(1000);
+    p.take(1000);
+    expect(p.ready).toBe(false); // capped at two frames
+  });
+
+  it("the ceiling grows per acknowledged byte and cuts by β = 0.7 at most once per base RTT", () => {
+    const c = new AimdCeiling(1000, 50);
+    expect(c.cwnd_bytes).toBe(10_000);
+    c.onAcked(5000); // slow start
+    expect(c.cwnd_bytes).toBe(15_000);
+    c.onLoss(100);
+    expect(c.cwnd_bytes).toBe(10_500);
+    c.onLoss(149); // same recovery period
+    expect(c.cwnd_bytes).toBe(10_500);
+    c.onAcked(10_500); // congestion avoidance: one frame per window acknowledged
+    expect(c.cwnd_bytes).toBeCloseTo(11_500, 6);
+    c.onLoss(150);
+    expect(c.cwnd_bytes).toBeCloseTo(8050, 6);
   });
 });
