@@ -47,6 +47,7 @@ describe("TypeScript import contract (biome.json noRestrictedImports)", () => {
       "packages/player/src/dash/e.ts": 'import { x } from "../../../../e2e/src/procs.js";\nexport { x };\n',
       "packages/player/src/f.ts": 'import { x } from "../../cc/src/controller.js";\nexport { x };\n',
       "packages/player/src/g.ts": 'import { x } from "@nuwa/other";\nexport { x };\n',
+      "packages/cc/src/a/b/c/deep.ts": 'import { x } from "@nuwa/player";\nexport { x };\n',
       // allowed
       "packages/cc/src/sim/ok.ts": 'import { x } from "../controller.js";\nimport { y } from "./link.js";\nimport { z } from "vitest";\nexport { x, y, z };\n',
       "packages/player/src/dash/ok.ts": 'import { x } from "@nuwa/cc";\nimport { s } from "@nuwa/cc/sim";\nimport { y } from "../session.js";\nimport d from "dashjs";\nexport { x, s, y, d };\n',
@@ -54,6 +55,7 @@ describe("TypeScript import contract (biome.json noRestrictedImports)", () => {
     });
     expect([...flagged.keys()].sort()).toEqual([
       "packages/cc/src/a.ts",
+      "packages/cc/src/a/b/c/deep.ts",
       "packages/cc/src/d.ts",
       "packages/cc/src/sim/b.ts",
       "packages/cc/src/sim/c.ts",
