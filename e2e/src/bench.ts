@@ -362,9 +362,10 @@ function loadTrace(path: string): Uint32Array {
 }
 
 /**
- * One simulated bulk run (same @nuwa/cc code, simulated clock, sim/bench-sim.ts:
- * loss recovery, pacing and the server's AIMD ceiling). `aimd` is the ceiling
- * alone: a simulated loss-based sender standing in for cubic, not Cubic itself.
+ * One simulated bulk run (same @nuwa/cc code, simulated clock, sim/bench-sim.ts over the one
+ * engine sim/engine.ts: QUIC loss repair, pacing and the server's AIMD ceiling, as simulateBulk,
+ * simulateShared and the RL stepper). `aimd` is the ceiling alone: a simulated loss-based sender
+ * standing in for cubic, not Cubic itself.
  */
 export function simRun(t: TraceInfo, scheme: SimRecord["scheme"], queue_packets: number, duration_s: number, cc: Partial<NuwaConfig>, delay_ms = 25): SimRecord {
   const trace = loadTrace(t.path);

@@ -94,7 +94,8 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   aggressiveness_mss: 9, // MSS per RTT
   multiplicative_gain: 0.25, // per RTT
   // a = 4: mean Jain 0.80 → 0.94 over shared-bottleneck simulations (3–20 flows, staggered
-  // starts; docs/BENCHMARKS.md), for +2–9 ms single-flow p95 on 3G (sim/shared.ts).
+  // starts), for +2–9 ms single-flow p95 on 3G (sim/shared.ts); with the one simulator engine
+  // (issue 16: paced senders) 0.46 → 0.96 (docs/BENCHMARKS.md, "SIMULATED: the one simulator engine").
   additive_increase_mss: 4, // MSS per RTT
   step: "multiplicative",
   // "backlog": a link's delivery gaps are not congestion our window can relieve (simulated: burst

@@ -23,8 +23,9 @@
  *   spreads it evenly. It queues what the trace bunches inside an interval.
  *
  * Each family and headroom h (swept over a grid) gives one (utilization, p95 queuing delay) point
- * over the same path model as the benchmark: 25 ms one way each way, a Mahimahi drop-tail queue of
- * 1000 packets (TraceLink), 1500-byte packets on the wire, ACKs back at departure + d_up, a 2 s
+ * over the same path model as the benchmark, the one simulator engine (engine.ts): 25 ms one way
+ * each way, a Mahimahi drop-tail queue of 1000 packets, 1500-byte packets on the wire, ACKs back at
+ * departure + d_up, QUIC loss repair (a dropped packet is sent again 9/8 RTT after its send), a 2 s
  * warm-up, utilization = delivered ÷ offered capacity and queuing delay = departure − enqueue per
  * packet, as bulk.ts computes them.
  *
@@ -33,8 +34,8 @@
  * a scheme beating it is possible, and a ratio to it says how far a scheme is from an omniscient
  * round-trip-grained sender, not from the physical limit.
  */
-import { percentile } from "./bulk.js";
-import { TraceLink } from "./link.js";
+import { Engine } from "./engine.js";
+import { percentile } from "./stats.js";
 import { MAHIMAHI_PACKET_BYTES } from "./trace.js";
 
 /** Headroom grid of the frontier, ms (issue 14). */
@@ -101,62 +102,43 @@ function cumulativeOpportunities(trace: Uint32Array, horizon_ms: number): Float6
 }
 
 /**
- * The bench's path (module doc) under a sender that decides, every ms, how many packets to write.
- * @param send (t_ms, outstanding_bytes) → packets written at t (outstanding: sent and neither
- *   acknowledged nor known lost; an ACK or a drop notice reaches the sender d_up after the event)
+ * The bench's path (module doc) in the simulator engine (engine.ts) under a sender that decides,
+ * every ms, how many packets to write (flow.ts policy `schedule`: no pacing, no ceiling; a
+ * dropped packet is repaired as QUIC does, repair.ts).
+ * @param send (t_ms, outstanding_bytes) → packets written at t (outstanding: bytes in flight,
+ *   sent and not acknowledged; an acknowledgement reaches the sender d_up after the departure)
  */
 function simulatePath(trace: Uint32Array, o: FrontierOptions, family: FrontierFamily, headroom_ms: number, send: (t_ms: number, outstanding_bytes: number) => number): FrontierPoint {
   const duration_ms = Math.round((o.duration_s ?? 60) * 1000);
-  const d_ms = o.one_way_delay_ms ?? 25;
-  const pkt = o.packet_bytes ?? 1500;
   const warmup_ms = (o.warmup_s ?? 2) * 1000;
-  const link = new TraceLink<null>(new Uint32Array(trace), o.queue_packets ?? 1000);
-  const pipe: number[] = []; // arrival times at the queue, ms (FIFO)
-  let pipe_head = 0;
-  const acks: { at_ms: number; bytes: number }[] = []; // ACKs (and drop notices) on their way back
-  let ack_head = 0;
-  let outstanding_bytes = 0;
+  const qd: number[] = [];
+  const eng = new Engine(
+    { trace: new Uint32Array(trace), one_way_delay_ms: o.one_way_delay_ms ?? 25, queue_packets: o.queue_packets ?? 1000 },
+    [{ policy: "schedule", schedule: send, frame_bytes: o.packet_bytes ?? 1500, wire_overhead_bytes: 0 }],
+    (_i, r, _dec, t) => {
+      if (t >= warmup_ms) qd.push(r.depart_ms - r.enqueue_ms);
+    },
+  );
+  const flow = eng.flows[0]!;
   let cap0 = 0;
   let del0 = 0;
-  let sent = 0;
-  let dropped = 0;
-  const qd: number[] = [];
+  let sent0 = 0;
+  let drop0 = 0;
   for (let t = 0; t < duration_ms; t++) {
     if (t === warmup_ms) {
-      cap0 = link.capacity_bytes;
-      del0 = link.delivered_bytes;
+      cap0 = eng.link.capacity_bytes;
+      del0 = eng.link.delivered_bytes;
+      sent0 = eng.sentPackets;
+      drop0 = flow.dropped_packets;
     }
-    while (ack_head < acks.length && acks[ack_head]!.at_ms <= t) outstanding_bytes -= acks[ack_head++]!.bytes;
-    const n = send(t, outstanding_bytes);
-    for (let i = 0; i < n; i++) pipe.push(t + d_ms);
-    outstanding_bytes += n * pkt;
-    if (t >= warmup_ms) sent += n;
-    while (pipe_head < pipe.length && pipe[pipe_head]! <= t) {
-      pipe_head++;
-      if (!link.enqueue(t, pkt, null)) {
-        if (t >= warmup_ms) dropped++;
-        acks.push({ at_ms: t + d_ms, bytes: pkt });
-      }
-    }
-    for (const dep of link.service(t)) {
-      acks.push({ at_ms: t + d_ms, bytes: dep.size_bytes });
-      if (t >= warmup_ms) qd.push(dep.depart_ms - dep.enqueue_ms);
-    }
-    if (pipe_head > 8192) {
-      pipe.splice(0, pipe_head);
-      pipe_head = 0;
-    }
-    if (ack_head > 8192) {
-      acks.splice(0, ack_head);
-      ack_head = 0;
-    }
+    eng.tick();
   }
   return {
     family,
     headroom_ms,
-    utilization: (link.delivered_bytes - del0) / Math.max(1, link.capacity_bytes - cap0),
+    utilization: (eng.link.delivered_bytes - del0) / Math.max(1, eng.link.capacity_bytes - cap0),
     p95_ms: percentile(qd, 95),
-    loss_rate: dropped / Math.max(1, sent),
+    loss_rate: (flow.dropped_packets - drop0) / Math.max(1, eng.sentPackets - sent0),
   };
 }
 

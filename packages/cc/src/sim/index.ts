@@ -1,5 +1,8 @@
-/** Simulation helpers of @nuwa/cc: Mahimahi traces, a drop-tail trace link, a bulk-download simulation, the offline frontier. */
+/** The simulator of @nuwa/cc: Mahimahi traces, the drop-tail trace link, the one engine (engine.ts) and its drivers (bulk, shared bottleneck, RL stepper, benchmark, offline frontier). */
+export { type BenchSimOptions, type BenchSimResult, simulateBench } from "./bench-sim.js";
 export { type BulkSimOptions, type BulkSimResult, percentile, simulateBulk } from "./bulk.js";
+export { Engine, type PathOptions, type ReadHook } from "./engine.js";
+export type { FlowOptions, SenderPolicy } from "./flow.js";
 export {
   FRONTIER_HEADROOMS_MS,
   type FrontierOptions,

@@ -1,5 +1,5 @@
 /**
- * What QUIC does for a lost frame in the simulators (simulateBulk, BulkStepper):
+ * The simulator's one loss model (engine.ts; every driver): what QUIC does for a lost frame:
  * the sender repairs it (RFC 9002 §6.1: declared lost about 9/8 RTT after it was
  * sent, then retransmitted), the frame keeps its original send timestamp (it is
  * stream data written once), and the receiver reads the stream in order, so the
@@ -32,10 +32,14 @@ export class QuicRepair<P extends Sequenced> {
    * A frame was dropped at the bottleneck at `t_ms`; it had entered the propagation
    * line at `sent_ms` (sender time). Its retransmission re-enters that line at the
    * sender 9/8 RTT after the original send (RFC 9002 §6.1.2 time threshold).
+   * @returns when the sender declares the frame lost and sends it again, ms (sender time; the
+   *   retransmission reaches the bottleneck one one-way delay later)
    */
-  onDrop(t_ms: number, sent_ms: number, p: P): void {
+  onDrop(t_ms: number, sent_ms: number, p: P): number {
     const resend_ms = sent_ms + Math.ceil((9 / 8) * 2 * this.one_way_delay_ms);
-    this.pending.push({ at_ms: Math.max(t_ms + 1, resend_ms + this.one_way_delay_ms), p });
+    const at_ms = Math.max(t_ms + 1, resend_ms + this.one_way_delay_ms);
+    this.pending.push({ at_ms, p });
+    return at_ms - this.one_way_delay_ms;
   }
 
   /** Retransmissions that reach the bottleneck's input by `t_ms` (propagation included), in order. */

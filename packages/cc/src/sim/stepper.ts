@@ -1,19 +1,15 @@
 /**
- * The bulk-download simulation of `bulk.ts`, advanced one decision interval at
- * a time, so that an outside agent (the Nuwa-RL trainer, nuwa-rl-journal §V)
- * can change k between intervals and read what the interval did.
- *
- * The model is the one of `simulateBulk` line for line (1 ms steps, a sender
- * obeying the latest grant, a propagation delay each way, a Mahimahi drop-tail
- * bottleneck, the real NuwaController at the receiver); `stepper.test.ts`
- * checks that stepping to the end gives simulateBulk's figures exactly, with
- * and without k changes. `stepper-cli.ts` serves it over JSON lines to Python.
+ * simulateBulk (bulk.ts) advanced one decision interval at a time, so that an outside agent (the
+ * Nuwa-RL trainer, nuwa-rl-journal §V) can change k between intervals and read what the interval
+ * did. It runs the one simulator engine (engine.ts) with simulateBulk's flow, so the agent trains
+ * on the model the defaults are swept on; `stepper.test.ts` checks that stepping to the end gives
+ * simulateBulk's figures exactly, with and without k changes. `e2e/src/rl-stepper.ts` serves it
+ * over JSON lines to Python (models/nuwa_rl/sim.py).
  */
 import type { NuwaConfig } from "../config.js";
-import { NuwaController } from "../controller.js";
+import type { NuwaController } from "../controller.js";
 import { FRAME_HEADER_BYTES } from "../protocol.js";
-import { TraceLink } from "./link.js";
-import { QuicRepair } from "./repair.js";
+import { Engine } from "./engine.js";
 
 export interface StepperOptions {
   trace: Uint32Array;
@@ -33,6 +29,10 @@ export interface StepperOptions {
   grant_interval_ms?: number;
   /** Keep every packet's true queuing delay in `queuing_delays_ms` (for percentiles over a run). */
   record_queuing_delays?: boolean;
+  /** Pacing gain (flow.ts; default 2, Infinity: no pacing). */
+  pacing_gain?: number;
+  /** Cap the sender by the loss-based ceiling (default true). */
+  ceiling?: boolean;
 }
 
 /** What one decision interval did. Truth from the link, plus what the receiver itself saw. */
@@ -62,16 +62,10 @@ export interface IntervalStats {
   last_raw_queuing_delay_ms: number;
   /** True one-way delay of the last packet received: propagation + queuing, ms (NaN if none yet). */
   last_one_way_delay_ms: number;
-  /** Packets sent into the path in the interval. */
+  /** Packets sent into the path in the interval (new frames and retransmissions, as simulateBulk's loss_rate counts them). */
   sent_packets: number;
   /** Packets the drop-tail queue refused in the interval. */
   dropped_packets: number;
-}
-
-interface Pkt {
-  send_us: number;
-  frame_bytes: number;
-  seq: number;
 }
 
 /**
@@ -93,44 +87,49 @@ export function rotateTrace(trace: Uint32Array, start_ms: number): Uint32Array {
 /** simulateBulk, one interval at a time. Deterministic for a given input and k sequence. */
 export class BulkStepper {
   readonly controller: NuwaController;
-  private readonly link: TraceLink<Pkt>;
+  private readonly eng: Engine;
   private readonly delay_ms: number;
-  private readonly frame_bytes: number;
-  private readonly wire_bytes: number;
-  private readonly grant_every_ms: number;
-  private readonly downlink: { at_ms: number; p: Pkt }[] = [];
-  private dl_head = 0;
-  private readonly grants: { at_ms: number; cum: number; window: number }[] = [];
-  private g_head = 0;
-  private sent_bytes = 0;
-  private granted_cum = 0;
-  private granted_window: number;
-  private t_ms = 0;
-  private next_seq = 0;
-  private readonly repair: QuicRepair<Pkt>;
   private last_raw_qd_ms = 0;
   private last_owd_ms = Number.NaN;
   private readonly record_qd: boolean;
+  private acc = { received: 0, departed: 0, qd_sum: 0, qd_max: 0 };
   /** True queuing delay of every packet that left the bottleneck, in order, ms (only with record_queuing_delays). */
   readonly queuing_delays_ms: number[] = [];
 
   /** @throws RangeError on a bad config (resolveConfig) or trace start */
   constructor(o: StepperOptions) {
     this.delay_ms = o.one_way_delay_ms ?? 25;
-    this.frame_bytes = FRAME_HEADER_BYTES + (o.payload_bytes ?? 1200);
-    this.wire_bytes = this.frame_bytes + (o.wire_overhead_bytes ?? 50);
-    this.grant_every_ms = o.grant_interval_ms ?? 5;
     this.record_qd = o.record_queuing_delays ?? false;
-    this.controller = new NuwaController(o.config ?? {});
-    this.link = new TraceLink<Pkt>(rotateTrace(o.trace, o.trace_start_ms ?? 0), o.queue_packets ?? 1000);
-    this.repair = new QuicRepair<Pkt>(this.delay_ms);
-    this.granted_window = this.controller.windowBytes;
-    this.controller.onRttSample(2 * this.delay_ms * 1000);
+    this.eng = new Engine(
+      { trace: rotateTrace(o.trace, o.trace_start_ms ?? 0), one_way_delay_ms: this.delay_ms, queue_packets: o.queue_packets },
+      [
+        {
+          policy: "grants",
+          config: o.config ?? {},
+          frame_bytes: FRAME_HEADER_BYTES + (o.payload_bytes ?? 1200),
+          wire_overhead_bytes: o.wire_overhead_bytes,
+          grant_interval_ms: o.grant_interval_ms,
+          pacing_gain: o.pacing_gain,
+          ceiling: o.ceiling,
+        },
+      ],
+      (_i, r, dec) => {
+        const qd = r.depart_ms - r.enqueue_ms;
+        this.acc.departed++;
+        this.acc.qd_sum += qd;
+        if (qd > this.acc.qd_max) this.acc.qd_max = qd;
+        if (this.record_qd) this.queuing_delays_ms.push(qd);
+        this.acc.received += r.data.frame_bytes;
+        this.last_raw_qd_ms = dec!.raw_queuing_delay_ms;
+        this.last_owd_ms = qd + this.delay_ms;
+      },
+    );
+    this.controller = this.eng.flows[0]!.controller!;
   }
 
   /** Simulated time, ms (the next tick to run). */
   get nowMs(): number {
-    return this.t_ms;
+    return this.eng.nowMs;
   }
 
   /**
@@ -142,80 +141,37 @@ export class BulkStepper {
   }
 
   /**
-   * Run `interval_ms` 1 ms ticks (the loop body of simulateBulk).
+   * Run `interval_ms` 1 ms ticks of the engine.
    * @throws RangeError if interval_ms is not a positive integer
    */
   advance(interval_ms: number): IntervalStats {
     if (!Number.isInteger(interval_ms) || interval_ms <= 0) throw new RangeError(`advance: interval_ms must be a positive integer (got ${interval_ms})`);
-    const ctl = this.controller;
-    const link = this.link;
+    const link = this.eng.link;
+    const flow = this.eng.flows[0]!;
     const cap0 = link.capacity_bytes;
     const del0 = link.delivered_bytes;
-    const drop0 = link.dropped_packets;
-    let received = 0;
-    let departed = 0;
-    let qd_sum = 0;
-    let qd_max = 0;
-    let sent = 0;
-    const k = ctl.config.aggressiveness_mss;
-    const end = this.t_ms + interval_ms;
-    for (let t = this.t_ms; t < end; t++) {
-      while (this.g_head < this.grants.length && this.grants[this.g_head]!.at_ms <= t) {
-        const g = this.grants[this.g_head++]!;
-        this.granted_cum = g.cum;
-        this.granted_window = g.window;
-      }
-      if (this.g_head > 8192) {
-        this.grants.splice(0, this.g_head);
-        this.g_head = 0;
-      }
-      const sender_clock_us = t * 1000;
-      let budget = 10_000;
-      while (budget-- > 0 && (this.sent_bytes - this.granted_cum <= 0 || this.sent_bytes - this.granted_cum + this.frame_bytes <= this.granted_window)) {
-        this.downlink.push({ at_ms: t + this.delay_ms, p: { send_us: sender_clock_us, frame_bytes: this.frame_bytes, seq: this.next_seq++ } });
-        this.sent_bytes += this.frame_bytes;
-        sent++;
-      }
-      while (this.dl_head < this.downlink.length && this.downlink[this.dl_head]!.at_ms <= t) {
-        const d = this.downlink[this.dl_head++]!;
-        if (!link.enqueue(t, this.wire_bytes, d.p)) this.repair.onDrop(t, d.at_ms - this.delay_ms, d.p);
-      }
-      for (const p of this.repair.due(t)) if (!link.enqueue(t, this.wire_bytes, p)) this.repair.onDrop(t, t - this.delay_ms, p);
-      if (this.dl_head > 8192) {
-        this.downlink.splice(0, this.dl_head);
-        this.dl_head = 0;
-      }
-      for (const dep of this.repair.read(link.service(t))) {
-        const dec = ctl.onFrame(dep.data.send_us, dep.read_ms * 1000, dep.data.frame_bytes);
-        const qd = dep.depart_ms - dep.enqueue_ms;
-        departed++;
-        qd_sum += qd;
-        if (qd > qd_max) qd_max = qd;
-        if (this.record_qd) this.queuing_delays_ms.push(qd);
-        received += dep.data.frame_bytes;
-        this.last_raw_qd_ms = dec.raw_queuing_delay_ms;
-        this.last_owd_ms = qd + this.delay_ms;
-      }
-      ctl.tick(t * 1000);
-      if (t % this.grant_every_ms === 0) this.grants.push({ at_ms: t + this.delay_ms, cum: ctl.cumReceivedBytes, window: ctl.windowBytes });
-    }
-    this.t_ms = end;
+    const drop0 = flow.dropped_packets;
+    const sent0 = this.eng.sentPackets;
+    this.acc = { received: 0, departed: 0, qd_sum: 0, qd_max: 0 };
+    const k = this.controller.config.aggressiveness_mss;
+    const end = this.eng.nowMs + interval_ms;
+    this.eng.runUntil(end);
     return {
       t_ms: end,
       interval_ms,
       aggressiveness_mss: k,
       delivered_bytes: link.delivered_bytes - del0,
-      received_frame_bytes: received,
+      received_frame_bytes: this.acc.received,
       capacity_bytes: link.capacity_bytes - cap0,
-      window_bytes: ctl.windowBytes,
-      phase: ctl.currentPhase,
-      departed_packets: departed,
-      queuing_delay_sum_ms: qd_sum,
-      queuing_delay_max_ms: qd_max,
+      window_bytes: this.controller.windowBytes,
+      phase: this.controller.currentPhase,
+      departed_packets: this.acc.departed,
+      queuing_delay_sum_ms: this.acc.qd_sum,
+      queuing_delay_max_ms: this.acc.qd_max,
       last_raw_queuing_delay_ms: this.last_raw_qd_ms,
       last_one_way_delay_ms: this.last_owd_ms,
-      sent_packets: sent,
-      dropped_packets: link.dropped_packets - drop0,
+      sent_packets: this.eng.sentPackets - sent0,
+      dropped_packets: flow.dropped_packets - drop0,
     };
   }
 }
