@@ -83,10 +83,11 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // utilization ≥ 0.90 on all of them at p95 ≤ 1.3× the causal oracle's on bursty LTE; the
   // papers' Td 20 / ρ 50 left the Saturator LTE traces at 0.78–0.83.
   target_delay_ms: 25, // ms
-  // Off by default: it fills bursty links a fixed Td starves (simulated: mean utilization 0.15 →
-  // 0.73 over 18 burst variants), but where several Nuwa flows share one queue it doubles the delay
-  // (5 flows on 6 Mbit/s: p95 57 → 118 ms; 20 on 24 Mbit/s: Jain 0.89 → 0.84); docs/DESIGN.md §3
-  // "Adaptive Td". A page that knows it is alone on its link turns it on.
+  // Off by default: it fills bursty links further (simulated on the one engine: burst variants 0.66 →
+  // 0.85 mean utilization over the backlog signal alone), but where several Nuwa flows share one
+  // queue it breaks fairness (20 flows on 24 Mbit/s: Jain 0.986 → 0.557; on the raw Qd it inflated
+  // the queue instead, 5 flows p95 67 → 106 ms); docs/DESIGN.md §3 "Adaptive Td" and "Backlog
+  // delay". A page that knows it is alone on its link turns it on.
   adaptive_target_delay: false,
   target_delay_max_ms: 200, // ms
   link_wait_quantile: 0.5,
@@ -98,9 +99,9 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // (issue 16: paced senders) 0.46 → 0.96 (docs/BENCHMARKS.md, "SIMULATED: the one simulator engine").
   additive_increase_mss: 4, // MSS per RTT
   step: "multiplicative",
-  // "backlog": a link's delivery gaps are not congestion our window can relieve (simulated: burst
-  // variants 0.15 → 0.57 utilization at p95 87 → 107 ms; 20 flows sharing a queue Jain 0.89 → 0.98;
-  // dev traces 0.929 → 0.944 at p95 81 → 90 ms; docs/DESIGN.md §3 "Backlog delay").
+  // "backlog": a link's delivery gaps are not congestion our window can relieve (simulated on the one
+  // engine: burst variants 0.23 → 0.66 utilization at p95 87 → 111 ms; dev traces 0.931 → 0.944 at
+  // p95 82 → 91 ms; 20 flows sharing a queue Jain 0.966 → 0.986; docs/DESIGN.md §3 "Backlog delay").
   qd_source: "backlog",
   backlog_rate_window_ms: 1000, // ms
   mss_bytes: 1200, // bytes (QUIC max datagram payload we frame against)
