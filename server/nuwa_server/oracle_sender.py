@@ -3,7 +3,7 @@
 Issue 13 item 3 redefines the oracle as the best a causal sender could do
 (DESIGN.md, "Comparisons that isolate one factor"): it knows what the link
 offered and what it delivered, one uplink delay late, and nothing about the
-future. Every report of :mod:`.emulator.oracle` (link time t, received at the
+future. Every report of the emulator's oracle (:mod:`.oracle_wire`) (link time t, received at the
 server at about t + U, U the uplink delay) carries
 
 * ``C_rtt``: bytes the trace offered in (t − R, t], R = D + U the base RTT

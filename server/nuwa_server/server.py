@@ -42,8 +42,8 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.logger import QuicFileLogger
 
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
-from .emulator.oracle import OracleMessageError, decode_report
 from .oracle_sender import ORACLE_HEADROOM_MS, SentBytesTransport
+from .oracle_wire import OracleMessageError, decode_report
 from .session import CC_MODES, NuwaProtocol, ServerContext, SessionConfig
 from .websocket import start_ws_server
 

@@ -88,7 +88,7 @@ from .protocol import (
 )
 
 if TYPE_CHECKING:
-    from .emulator.oracle import OracleReport
+    from .oracle_wire import OracleReport
 
 logger = logging.getLogger("nuwa_server.session")
 
