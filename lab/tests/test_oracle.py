@@ -27,6 +27,8 @@ from nuwa_lab.emulator.oracle import (
     encode_report,
 )
 from nuwa_lab.emulator.trace import PACKET_SIZE_BYTES, parse_trace
+from nuwa_server.config import PACKET_OVERHEAD_BYTES, SessionConfig
+from nuwa_server.context import ServerContext
 from nuwa_server.grants import GrantConfig, GrantState
 from nuwa_server.oracle_sender import (
     ORACLE_CC_NAME,
@@ -39,7 +41,6 @@ from nuwa_server.oracle_sender import (
     wire_to_frame_bytes,
 )
 from nuwa_server.protocol import FRAME_HEADER_BYTES, Grant
-from nuwa_server.session import PACKET_OVERHEAD_BYTES, ServerContext, SessionConfig
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 

@@ -37,6 +37,13 @@ from test_server import (
     wt_client,
 )
 
+from nuwa_server.config import GRANT_FLOOD_CLOSE_CODE, PACKET_OVERHEAD_BYTES, now_us
+from nuwa_server.connection import (
+    CLOSE_WEBTRANSPORT_SESSION_CAPSULE,
+    MAX_SESSIONS_PER_CONNECTION,
+    TOO_MANY_SESSIONS_STATUS,
+)
+from nuwa_server.context import CLOSED_SESSIONS_KEPT
 from nuwa_server.grants import (
     FLOOD_BURST,
     FLOOD_RATE_PER_S,
@@ -56,15 +63,6 @@ from nuwa_server.protocol import (
     ProtocolError,
     encode_grant,
     parse_request,
-)
-from nuwa_server.session import (
-    CLOSE_WEBTRANSPORT_SESSION_CAPSULE,
-    CLOSED_SESSIONS_KEPT,
-    GRANT_FLOOD_CLOSE_CODE,
-    MAX_SESSIONS_PER_CONNECTION,
-    PACKET_OVERHEAD_BYTES,
-    TOO_MANY_SESSIONS_STATUS,
-    now_us,
 )
 
 FRAME_BYTES = FRAME_HEADER_BYTES + 1200

@@ -20,9 +20,9 @@ from websockets.asyncio.client import connect
 from nuwa_lab.emulator.analysis import analyze_log
 from nuwa_lab.emulator.tcp_relay import TcpRelay, TcpRelayConfig
 from nuwa_lab.emulator.trace import constant_rate_trace
+from nuwa_server.config import SessionConfig
 from nuwa_server.protocol import FrameReader, FrameType, Grant, encode_grant
 from nuwa_server.server import start_server
-from nuwa_server.session import SessionConfig
 from nuwa_server.websocket import GRANT_STREAM_ID, decode_ws_frame, encode_stream_frame
 
 RATE_BPS = 12e6

@@ -56,9 +56,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .config import GRANT_FLOOD_CLOSE_CODE, WEBTRANSPORT_PATH, now_us
+from .context import ServerContext
 from .grants import MAX_WINDOW_BYTES
 from .protocol import FRAME_HEADER_BYTES, encode_frame_header
-from .session import GRANT_FLOOD_CLOSE_CODE, WEBTRANSPORT_PATH, NuwaSession, ServerContext, now_us
+from .session import NuwaSession
 
 logger = logging.getLogger("nuwa_server.websocket")
 

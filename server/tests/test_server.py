@@ -34,6 +34,8 @@ from aioquic.h3.events import (
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import QuicEvent, StreamReset
 
+from nuwa_server.bodies import BULK_PATTERN_PERIOD
+from nuwa_server.config import SessionConfig
 from nuwa_server.protocol import (
     FRAME_HEADER_BYTES,
     Frame,
@@ -44,7 +46,7 @@ from nuwa_server.protocol import (
     encode_grant,
 )
 from nuwa_server.server import RunningServer, start_server
-from nuwa_server.session import BULK_PATTERN_PERIOD, NuwaSession, SessionConfig
+from nuwa_server.session import NuwaSession
 
 # --------------------------------------------------------------------------- client
 
