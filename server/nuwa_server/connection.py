@@ -6,22 +6,13 @@ CONNECT (RFC 9220) with ``:protocol webtransport`` on ``/nuwa`` gets
 get 404. Grants arrive as HTTP datagrams (RFC 9297 §2.1, quarter stream id
 + payload) on the session.
 
-Sending discipline (docs/DESIGN.md §2 step 3, PROTOCOL.md "Responses"): a frame is
-handed to QUIC only when it can leave at once, so its ``send_time_us`` is its
-departure time:
-
-* transport: QUIC ``bytes_in_flight`` + bytes already queued unsent in any
-  stream buffer + this frame (+ packet overhead) fit in the congestion window
-  (RFC 9002 §7), and the pacer (aioquic's, RFC 9002 §7.7) has a packet's
-  budget; each frame is then flushed to the socket on its own before the
-  next is considered, so it rides in its own packet;
-* grants (``--cc nuwa``): outstanding + frame ≤ min(grant window, ceiling),
-  see :mod:`.grants`.
+Frames leave through the one send loop (:mod:`.send_loop`, which states the
+sending discipline); :class:`QuicFrameTransport` is its view of the connection:
+aioquic's congestion window, bytes in flight, pacer and stream writes.
 
 ACK-only packets raise no QUIC event, so the sender is pumped from
 ``transmit()``, which aioquic calls after every received datagram and
-every timer (docs/DESIGN.md §8 "aioquic"). Streams of a session are served round
-robin, one frame at a time.
+every timer (docs/DESIGN.md §8 "aioquic").
 """
 
 from __future__ import annotations
@@ -53,10 +44,9 @@ from aioquic.quic.events import (
 from .ceiling import NuwaCeilingCongestionControl
 from .config import GRANT_FLOOD_CLOSE_CODE, PACKET_OVERHEAD_BYTES, WEBTRANSPORT_PATH, now_us
 from .context import ServerContext
-from .grants import FloodGuard, WriteBudget
-from .protocol import FRAME_HEADER_BYTES, FrameType, encode_frame_header
+from .grants import FloodGuard
+from .send_loop import pump
 from .session import NuwaSession
-from .streams import ResponseStream
 
 logger = logging.getLogger("nuwa_server.connection")
 
@@ -99,6 +89,7 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._wake_at: float | None = None
         self._wake_handle: Any = None
         self._pumping = False
+        self._frames = QuicFrameTransport(self)
         self._flood = FloodGuard()
         """Datagrams of all this connection's sessions together (issue 13: opening more
         sessions must not multiply a connection's grant budget)."""
@@ -269,11 +260,17 @@ class NuwaProtocol(QuicConnectionProtocol):
     # ------------------------------------------------------------------ sending
 
     def transmit(self) -> None:
-        """Write the frames that can leave now, then let aioquic send (see module doc)."""
+        """Write the frames that can leave now (:func:`.send_loop.pump`), then let aioquic
+        send (see module doc)."""
         if not self._pumping:
             self._pumping = True
             try:
-                self._pump()
+                result = pump(self._sessions.values(), self._frames,
+                              self._config.frame_payload_bytes)
+                if result.grant_wake_us is not None:
+                    self._wake(result.grant_wake_us / 1e6)  # loop time is CLOCK_MONOTONIC
+                if result.pacer_wake_s is not None:
+                    self._wake(result.pacer_wake_s)
             except Exception:  # noqa: BLE001 - never let the sender kill the connection
                 logger.exception("pump failed")
             finally:
@@ -284,8 +281,8 @@ class NuwaProtocol(QuicConnectionProtocol):
             # by cwnd, pacing or flow control) were stamped before departure.
             # Retransmissions are counted apart: their frames' stamps are old by
             # nature (RFC 9002 §6 loss recovery).
-            new_bytes = self._unsent_new_bytes()
-            retransmit = new_bytes == 0 and self._unsent_bytes() > 0
+            new_bytes = unsent_new_bytes(self._quic)
+            retransmit = new_bytes == 0 and unsent_bytes(self._quic) > 0
             if new_bytes or retransmit:
                 for session in self._sessions.values():
                     stats = session.departure
@@ -294,141 +291,6 @@ class NuwaProtocol(QuicConnectionProtocol):
                         stats.max_unsent_new_bytes = max(stats.max_unsent_new_bytes, new_bytes)
                     else:
                         stats.transmits_with_retransmit_backlog += 1
-
-    def _unsent_new_bytes(self) -> int:
-        """Stream bytes queued in aioquic and never sent yet (no retransmissions)."""
-        total = 0
-        for stream in self._quic._streams.values():
-            sender = stream.sender
-            if not sender.buffer_is_empty:
-                total += sender._buffer_stop - sender.highest_offset
-        return total
-
-    def _unsent_bytes(self) -> int:
-        """Stream bytes queued in aioquic but not yet sent (incl. retransmissions)."""
-        total = 0
-        for stream in self._quic._streams.values():
-            sender = stream.sender
-            if not sender.buffer_is_empty:
-                for r in sender._pending:
-                    total += r.stop - r.start
-        return total
-
-    def _pump(self) -> None:
-        """Write frames while the connection can send them at once (module doc).
-
-        Each frame is handed to aioquic and flushed to the socket before the
-        next is considered, so it travels in its own packet(s) and its stamp
-        precedes its departure by the time to build the packet. Stops at the
-        first frame that would not leave now: congestion window, pacer,
-        bytes still queued from before (flow control, retransmissions), or
-        every session's grant. ACKs, grants and timers call transmit() again.
-        """
-        sessions = [s for s in self._sessions.values() if s.active]
-        if not sessions:
-            return
-        loss = self._quic._loss
-        pacer = loss._pacer
-        payload_bytes = self._config.frame_payload_bytes
-        queued = self._unsent_bytes()
-        ceiling_cc = isinstance(loss._cc, NuwaCeilingCongestionControl)
-        blocked: set[int] = set()
-        while len(blocked) < len(sessions):
-            progressed = False
-            for session in sessions:
-                if session.session_id in blocked:
-                    continue
-                if not session.active:
-                    blocked.add(session.session_id)
-                    continue
-                stream = session.active[0]
-                peeked = stream.peek(payload_bytes)
-                if peeked is None:
-                    session.active.popleft()
-                    continue
-                ftype, payload, fin = peeked
-                frame_bytes = FRAME_HEADER_BYTES + len(payload)
-                cwnd = loss.congestion_window
-                bytes_in_flight = loss.bytes_in_flight
-                # transport: RFC 9002 §7 window, nothing queued ahead of us
-                if queued or bytes_in_flight + frame_bytes + PACKET_OVERHEAD_BYTES > cwnd:
-                    return
-                t_us = now_us()
-                level = session.grants.poll_fallback(t_us)
-                if level is not None:
-                    self._log_fallback(session, level, t_us)
-                budget = session.grants.budget(t_us, bytes_in_flight)
-                if not budget.allows(frame_bytes, cwnd):
-                    window = budget.window_bytes
-                    if ceiling_cc and window is not None and budget.allows(frame_bytes, window):
-                        # the grant allows it, the ceiling does not: the window is in use
-                        loss._cc.on_window_limited()  # type: ignore[attr-defined]
-                    blocked.add(session.session_id)
-                    self._wake_for_timeout(session, t_us)
-                    continue
-                # aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0
-                if pacer.packet_time is not None:
-                    loop_now = self._loop.time()
-                    pacer.update_bucket(now=loop_now)
-                    if pacer.bucket_time <= 0:
-                        # the grant allows this frame: the window is in use (RFC 9002 §7.8)
-                        if ceiling_cc:
-                            loss._cc.on_window_limited()  # type: ignore[attr-defined]
-                        self._wake(loop_now + pacer.packet_time)
-                        return
-                self._write_frame(session, stream, ftype, payload, fin, budget, cwnd,
-                                  bytes_in_flight)
-                for data, addr in self._quic.datagrams_to_send(now=self._loop.time()):
-                    self._transport.sendto(data, addr)  # type: ignore[union-attr]
-                queued = self._unsent_bytes()
-                progressed = True
-                session.active.rotate(-1)
-                if stream.done:
-                    session.stream_finished(stream)
-            if not progressed:
-                break
-
-    def _write_frame(
-        self,
-        session: NuwaSession,
-        stream: ResponseStream,
-        ftype: FrameType,
-        payload: bytes,
-        fin: bool,
-        budget: WriteBudget,
-        ceiling_bytes: int,
-        bytes_in_flight: int,
-    ) -> None:
-        seq = session.take_seq()
-        send_time_us = now_us()
-        data = encode_frame_header(ftype, seq, send_time_us, len(payload)) + payload
-        try:
-            self._quic.send_stream_data(stream.stream_id, data, end_stream=fin)
-        except Exception as exc:  # noqa: BLE001 - stream gone under us (reset, stop)
-            logger.info("session %s: stream %d not writable (%s)", session.name,
-                        stream.stream_id, exc)
-            session.on_stream_abort(stream.stream_id, f"write_failed:{exc}")
-            return
-        stream.commit()
-        outstanding = session.grants.on_frame_written(len(data), budget)
-        session.log.frame(seq, stream.stream_id, ftype, len(data), send_time_us, outstanding,
-                          budget.window_bytes, ceiling_bytes, bytes_in_flight)
-
-    def _log_fallback(self, session: NuwaSession, level: int, t_us: int) -> None:
-        budget = session.grants.budget(t_us, 0)
-        logger.info("session %s: grant timeout, fallback level %d, window %s bytes",
-                    session.name, level, budget.window_bytes)
-        session.log.event("grant_fallback", level=level, window_bytes=budget.window_bytes,
-                          last_grant_seq=session.grants.last_grant_seq)
-
-    def _wake_for_timeout(self, session: NuwaSession, t_us: int) -> None:
-        """Blocked by the grant: wake at the next grant-timeout boundary."""
-        g = session.grants
-        if not g.config.enforce:
-            return
-        since = g.last_grant_time_us if g.last_grant_time_us is not None else g.start_time_us
-        level = g.fallback_level(t_us)
-        self._wake((since + (level + 1) * g.config.grant_timeout_us) / 1e6)
 
     def _wake(self, at: float) -> None:
         """Call transmit() at loop time ``at`` (s, CLOCK_MONOTONIC), keeping the earliest."""
@@ -448,3 +310,85 @@ class NuwaProtocol(QuicConnectionProtocol):
             self._wake_handle.cancel()
         self._wake_handle = None
         self._wake_at = None
+
+
+def unsent_new_bytes(quic: QuicConnection) -> int:
+    """Stream bytes queued in aioquic and never sent yet (no retransmissions)."""
+    total = 0
+    for stream in quic._streams.values():
+        sender = stream.sender
+        if not sender.buffer_is_empty:
+            total += sender._buffer_stop - sender.highest_offset
+    return total
+
+
+def unsent_bytes(quic: QuicConnection) -> int:
+    """Stream bytes queued in aioquic but not yet sent (incl. retransmissions)."""
+    total = 0
+    for stream in quic._streams.values():
+        sender = stream.sender
+        if not sender.buffer_is_empty:
+            for r in sender._pending:
+                total += r.stop - r.start
+    return total
+
+
+class QuicFrameTransport:
+    """The send loop's view of one QUIC connection (:class:`.send_loop.FrameTransport`).
+
+    Each frame is handed to aioquic and flushed to the socket before the next is
+    considered, so it travels in its own packet(s) and its stamp precedes its departure
+    by the time to build the packet. A frame may go only if nothing is queued unsent
+    ahead of it (flow control, retransmissions) and it fits the congestion window
+    (RFC 9002 §7), and aioquic's pacer has a packet's budget (RFC 9002 §7.7).
+    """
+
+    def __init__(self, protocol: NuwaProtocol) -> None:
+        self._protocol = protocol
+        self._quic = protocol._quic
+
+    def can_send(self, frame_bytes: int) -> bool:
+        """Nothing queued ahead and bytes in flight + frame + packet overhead ≤ cwnd."""
+        loss = self._quic._loss
+        return not unsent_bytes(self._quic) and (
+            loss.bytes_in_flight + frame_bytes + PACKET_OVERHEAD_BYTES
+            <= loss.congestion_window)
+
+    def bytes_in_flight(self) -> int:
+        """aioquic's bytes in flight (RFC 9002 §B.2), bytes."""
+        return int(self._quic._loss.bytes_in_flight)
+
+    def ceiling_bytes(self) -> int:
+        """aioquic's congestion window (the Cubic ceiling under ``--cc nuwa``), bytes."""
+        return int(self._quic._loss.congestion_window)
+
+    def pacer_wait(self) -> float | None:
+        """aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0."""
+        pacer = self._quic._loss._pacer
+        if pacer.packet_time is None:
+            return None
+        loop_now = self._protocol._loop.time()
+        pacer.update_bucket(now=loop_now)
+        if pacer.bucket_time <= 0:
+            return float(loop_now + pacer.packet_time)
+        return None
+
+    def window_limited(self) -> None:
+        """Tell the Cubic ceiling its window is in use (:mod:`.ceiling`); other cc: nothing."""
+        cc = self._quic._loss._cc
+        if isinstance(cc, NuwaCeilingCongestionControl):
+            cc.on_window_limited()
+
+    def write(self, stream_id: int, data: bytes, fin: bool) -> bool:
+        """Queue the frame on its stream and flush the connection's datagrams to the socket.
+
+        Raises:
+            Exception: aioquic refused the stream data (stream reset or stopped).
+        """
+        try:
+            self._quic.send_stream_data(stream_id, data, end_stream=fin)
+        finally:
+            loop = self._protocol._loop
+            for datagram, addr in self._quic.datagrams_to_send(now=loop.time()):
+                self._protocol._transport.sendto(datagram, addr)  # type: ignore[union-attr]
+        return True

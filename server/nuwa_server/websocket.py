@@ -23,8 +23,9 @@ grant records, each handled exactly as a grant datagram (same parser, same
 flood guard, same acceptance rules). Requests and responses are unchanged:
 one client bidirectional stream per request, the same stamped frames back.
 
-The session logic is :class:`.session.NuwaSession` (shared with the QUIC
-server); this module only adapts the transport. What bounds the sender:
+The session logic is :class:`.session.NuwaSession` and the send loop
+:func:`.send_loop.pump`, both shared with the QUIC server; this module only
+adapts the transport (:class:`WsFrameTransport`). What bounds the sender:
 
 * grants, as over QUIC: ``outstanding + frame ≤ window`` (``--cc nuwa``);
 * there is no aioquic congestion window to read, so no ceiling of ours; TCP
@@ -59,7 +60,7 @@ from typing import Any
 from .config import GRANT_FLOOD_CLOSE_CODE, WEBTRANSPORT_PATH, now_us
 from .context import ServerContext
 from .grants import MAX_WINDOW_BYTES
-from .protocol import FRAME_HEADER_BYTES, encode_frame_header
+from .send_loop import pump
 from .session import NuwaSession
 
 logger = logging.getLogger("nuwa_server.websocket")
@@ -241,6 +242,7 @@ class WsNuwaConnection:
             self.session.grants.set_window(context.oracle_window_bytes)
         context.add_session(self.session)
         self._grant_reader = GrantStreamReader()
+        self._frames = WsFrameTransport(ws)
         self._kick = asyncio.Event()
         self.grant_records = 0
         self.bad_frames = 0
@@ -308,67 +310,84 @@ class WsNuwaConnection:
         self._kick.set()
         return True
 
-    def _bytes_in_flight(self) -> int:
-        transport = self._ws.transport
-        sock = transport.get_extra_info("socket")
-        return int(transport.get_write_buffer_size()) + socket_unsent_bytes(sock)
-
     async def _pump(self) -> None:
-        """Write frames while grants allow and the socket takes them (module doc)."""
+        """Run the send loop (:func:`.send_loop.pump`) and await each frame's send: the loop
+        writes one frame, the WebSocket sends it (``send()`` returns once the kernel took every
+        byte, module doc), then the loop runs again; a session its grant holds waits for the
+        next message or its next grant-timeout step."""
         session = self.session
+        frames = self._frames
         payload_bytes = self._config.frame_payload_bytes
         while not session.closed:
             if not session.active:
                 self._kick.clear()
                 await self._kick.wait()
                 continue
-            stream = session.active[0]
-            peeked = stream.peek(payload_bytes)
-            if peeked is None:
-                session.active.popleft()
-                continue
-            ftype, payload, fin = peeked
-            frame_bytes = FRAME_HEADER_BYTES + len(payload)
-            t_us = now_us()
-            level = session.grants.poll_fallback(t_us)
-            if level is not None:
-                budget0 = session.grants.budget(t_us, 0)
-                session.log.event("grant_fallback", level=level,
-                                  window_bytes=budget0.window_bytes,
-                                  last_grant_seq=session.grants.last_grant_seq)
-            in_flight = self._bytes_in_flight()
-            budget = session.grants.budget(t_us, in_flight)
-            if not budget.allows(frame_bytes, MAX_WINDOW_BYTES):
-                await self._wait_grant(t_us)
-                continue
-            seq = session.take_seq()
-            send_time_us = now_us()
-            data = encode_frame_header(ftype, seq, send_time_us, len(payload)) + payload
-            try:
-                await self._ws.send(encode_stream_frame(stream.stream_id, data, fin))
-            except Exception as exc:  # noqa: BLE001 - connection gone: run() ends the session
-                logger.info("session %s: send failed (%s)", session.name, exc)
-                return
-            stream.commit()
-            outstanding = session.grants.on_frame_written(len(data), budget)
-            session.log.frame(seq, stream.stream_id, ftype, len(data), send_time_us, outstanding,
-                              budget.window_bytes, MAX_WINDOW_BYTES, in_flight)
-            session.active.rotate(-1)
-            if stream.done:
-                session.stream_finished(stream)
+            result = pump((session,), frames, payload_bytes)
+            message = frames.take_message()
+            if message is not None:
+                try:
+                    await self._ws.send(message)
+                except Exception as exc:  # noqa: BLE001 - connection gone: run() ends the session
+                    logger.info("session %s: send failed (%s)", session.name, exc)
+                    return
+            elif result.grant_blocked:
+                await self._wait_grant(result.grant_wake_us)
 
-    async def _wait_grant(self, t_us: int) -> None:
-        """Blocked by the grant: wait for the next message or the next grant-timeout step."""
-        g = self.session.grants
+    async def _wait_grant(self, wake_us: int | None) -> None:
+        """Blocked by the grant: wait for the next message or the grant-timeout step at
+        ``wake_us`` (CLOCK_MONOTONIC µs; None: 50 ms)."""
         self._kick.clear()
-        timeout_s = 0.05
-        if g.config.enforce:
-            since = g.last_grant_time_us if g.last_grant_time_us is not None else g.start_time_us
-            level = g.fallback_level(t_us)
-            boundary_us = since + (level + 1) * g.config.grant_timeout_us
-            timeout_s = max(0.0005, (boundary_us - t_us) / 1e6)
+        timeout_s = 0.05 if wake_us is None else max(0.0005, (wake_us - now_us()) / 1e6)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._kick.wait(), timeout_s)
+
+
+class WsFrameTransport:
+    """The send loop's view of one WebSocket (:class:`.send_loop.FrameTransport`).
+
+    No congestion window of ours: TCP bounds the sender by backpressure, so the ceiling is
+    :data:`.grants.MAX_WINDOW_BYTES` and a frame may always go once the one before it was
+    sent. :meth:`write` keeps the polyfill STREAM frame for the connection to send
+    (``await send()``) and asks the loop to stop until then. Bytes in flight are the
+    socket's unsent + unacknowledged bytes (``TIOCOUTQ``) plus asyncio's write buffer.
+    """
+
+    def __init__(self, ws: Any) -> None:
+        self._ws = ws
+        self._message: bytes | None = None
+
+    def can_send(self, frame_bytes: int) -> bool:
+        """Whether the frame written before was sent (only one waits at a time)."""
+        return self._message is None
+
+    def bytes_in_flight(self) -> int:
+        """asyncio's write buffer + the kernel's unacknowledged bytes, bytes."""
+        transport = self._ws.transport
+        sock = transport.get_extra_info("socket")
+        return int(transport.get_write_buffer_size()) + socket_unsent_bytes(sock)
+
+    def ceiling_bytes(self) -> int:
+        """No ceiling of ours over TCP: :data:`.grants.MAX_WINDOW_BYTES`."""
+        return MAX_WINDOW_BYTES
+
+    def pacer_wait(self) -> float | None:
+        """No pacer of ours over TCP."""
+        return None
+
+    def window_limited(self) -> None:
+        """No ceiling to tell."""
+
+    def write(self, stream_id: int, data: bytes, fin: bool) -> bool:
+        """Keep the frame as one STREAM (or STREAM + FIN) message; the loop stops so the
+        connection sends it at once."""
+        self._message = encode_stream_frame(stream_id, data, fin)
+        return False
+
+    def take_message(self) -> bytes | None:
+        """The message :meth:`write` kept (None if none), handed over once."""
+        message, self._message = self._message, None
+        return message
 
 
 async def start_ws_server(context: ServerContext, host: str, port: int,
