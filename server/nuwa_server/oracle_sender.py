@@ -179,7 +179,7 @@ def oracle_outstanding_wire_bytes(sent_bytes: int, delivered_bytes: int,
 def wire_to_frame_bytes(wire_bytes: int, frame_bytes: int, overhead_bytes: int) -> int:
     """Wire bytes (UDP payloads) → frame bytes: × frame / (frame + per-packet overhead).
 
-    One frame per packet (session.py's send discipline). Use on bounded
+    One frame per packet (send_loop.py's send discipline). Use on bounded
     quantities (a window, an outstanding count), not cumulative counters.
     """
     return wire_bytes * frame_bytes // (frame_bytes + overhead_bytes)
