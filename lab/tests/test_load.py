@@ -1,4 +1,4 @@
-"""Unit tests of the load test's pure parts (lab/nuwa_lab/load.py); the run
+"""Unit tests of the load test's pure parts (lab/nuwa_lab/load/); the run
 itself is e2e/load.e2e.test.ts (5 sessions) and ``./nuwa load`` (the long one)."""
 
 from __future__ import annotations
