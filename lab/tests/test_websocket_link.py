@@ -23,7 +23,7 @@ from nuwa_lab.emulator.trace import constant_rate_trace
 from nuwa_server.config import SessionConfig
 from nuwa_server.protocol import FrameReader, FrameType, Grant, encode_grant
 from nuwa_server.server import start_server
-from nuwa_server.websocket import GRANT_STREAM_ID, decode_ws_frame, encode_stream_frame
+from nuwa_server.ws_framing import GRANT_STREAM_ID, decode_ws_frame, encode_stream_frame
 
 RATE_BPS = 12e6
 WINDOW_BYTES = 15_000
