@@ -3,13 +3,17 @@ venv brings no numpy, matplotlib or torch (nor the lab), and the server started 
 serves a bulk run, with grants, through the emulator run from the lab's venv (``.venv``).
 
 Slow-ish (a venv and a pip install from the package index, wheels from pip's cache: about
-20 s here), marked ``install``; it runs in CI with the rest of ``lab/tests``.
+15 s here), marked ``install``; it runs in CI with the rest of ``lab/tests``. ``./nuwa test``
+builds that venv in the background while the type checkers and unit tests run and hands it
+over in ``NUWA_PRODUCT_VENV`` (the test checks it holds this tree's ``nuwa_server``); alone,
+the test builds its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -32,6 +36,28 @@ LINK_MBPS = 12
 RUN_S = 3.0
 WINDOW_BYTES = 150_000
 """The receiver's fixed grant: above the 12 Mbit/s × 50 ms BDP (75 kB), so the link limits."""
+
+
+def _product_python(tmp_path: Path) -> Path:
+    """The python of a venv holding ``pip install ./server`` and nothing else: the one
+    ``./nuwa test`` built while the unit tests ran (``NUWA_PRODUCT_VENV``, checked to hold
+    this tree's ``nuwa_server``), else one built here."""
+    prebuilt = os.environ.get("NUWA_PRODUCT_VENV")
+    if not prebuilt:
+        return _install_product(tmp_path)
+    venv = Path(prebuilt)
+    log = Path(f"{prebuilt}.log")
+    assert (venv / ".nuwa-built").exists(), (
+        f"./nuwa test could not build {venv}: {log.read_text()[-3000:] if log.exists() else ''}")
+    py = venv / "bin" / "python"
+    installed = Path(subprocess.run(
+        [str(py), "-c", "import nuwa_server; print(nuwa_server.__file__)"], check=True,
+        capture_output=True, text=True, cwd=tmp_path).stdout.strip()).parent
+    tree = REPO_ROOT / "server" / "nuwa_server"
+    mine = {p.name: p.read_bytes() for p in tree.glob("*.py")}
+    theirs = {p.name: p.read_bytes() for p in installed.glob("*.py")}
+    assert mine == theirs, f"{venv} does not hold this tree's nuwa_server"
+    return py
 
 
 def _install_product(tmp_path: Path) -> Path:
@@ -116,7 +142,7 @@ async def _bulk_through_emulator(product_py: Path, out: Path) -> int:
 
 def test_the_product_installs_alone_and_serves_a_bulk_run_through_the_emulator(
         tmp_path: Path) -> None:
-    py = _install_product(tmp_path)
+    py = _product_python(tmp_path)
     names = set(json.loads(subprocess.run(
         [str(py), "-c", "import importlib.metadata as m, json; "
          "print(json.dumps([d.metadata['Name'].lower() for d in m.distributions()]))"],
@@ -125,7 +151,7 @@ def test_the_product_installs_alone_and_serves_a_bulk_run_through_the_emulator(
     assert not names & HEAVY, names & HEAVY
     where = subprocess.run([str(py), "-c", "import nuwa_server; print(nuwa_server.__file__)"],
                            check=True, capture_output=True, text=True, cwd=tmp_path).stdout
-    assert where.startswith(str(tmp_path / "venv")), where  # the installed copy, not the tree
+    assert where.startswith(str(py.parent.parent)), where  # the installed copy, not the tree
 
     out = tmp_path / "run"
     out.mkdir()
