@@ -1,6 +1,7 @@
 """The product never imports the lab (issue 16 item 1): the import-linter contract in
-``.importlinter`` holds on the tree, and breaks on a copy of the tree with one violating
-import planted in the product (so the check ``./nuwa test`` runs can fail)."""
+``.importlinter`` (which ``./nuwa test`` checks on the tree with ``lint-imports``) holds on a
+copy of the tree and breaks once a violating import is planted in the copy's product, so
+that check can fail."""
 
 from __future__ import annotations
 
@@ -21,12 +22,6 @@ def _lint(src_root: Path | None, cwd: Path) -> subprocess.CompletedProcess[str]:
         env["PYTHONPATH"] = str(src_root)
     return subprocess.run([str(LINT_IMPORTS), "--config", str(CONFIG), "--no-cache"], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=120)
-
-
-def test_the_tree_keeps_the_contract() -> None:
-    r = _lint(None, REPO_ROOT)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 kept, 0 broken" in r.stdout
 
 
 PLANTED = [
