@@ -36,6 +36,7 @@ from aioquic.quic.events import QuicEvent, StreamReset
 
 from nuwa_server.bodies import BULK_PATTERN_PERIOD
 from nuwa_server.config import SessionConfig
+from nuwa_server.connection import unsent_bytes
 from nuwa_server.protocol import (
     FRAME_HEADER_BYTES,
     Frame,
@@ -203,7 +204,7 @@ def _server_state(server: RunningServer) -> str:
             f"cwnd={loss.congestion_window} bif={loss.bytes_in_flight} "
             f"pacing_at={quic._pacing_at} timer={quic.get_timer()} "
             f"wake_at={getattr(proto, '_wake_at', None)} now={asyncio.get_running_loop().time()} "
-            f"unsent={proto._unsent_bytes() if hasattr(proto, '_unsent_bytes') else '?'}"
+            f"unsent={unsent_bytes(quic)}"
         )
     for session in server.context.recent_sessions():
         g = session.grants
