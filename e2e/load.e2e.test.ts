@@ -38,7 +38,7 @@ describe(`load: ${SESSIONS} Nuwa sessions, one server, one bottleneck`, () => {
 
   beforeAll(async () => {
     try {
-      await execFileP(PYTHON, ["-m", "nuwa_server.load", "--sessions", String(SESSIONS), "--duration", "30", "--fair-from-s", "10", "--link-mbps", "24", "--out", OUT, "--json", `${OUT}/result.json`], {
+      await execFileP(PYTHON, ["-m", "nuwa_lab.load", "--sessions", String(SESSIONS), "--duration", "30", "--fair-from-s", "10", "--link-mbps", "24", "--out", OUT, "--json", `${OUT}/result.json`], {
         cwd: REPO_ROOT,
         maxBuffer: 16 << 20,
       });
@@ -84,7 +84,7 @@ describe.runIf(process.env.NUWA_LONG === "1")("load, long: 20 Nuwa sessions for 
     const out = `${OUT}-long`;
     let code = 0;
     try {
-      await execFileP(PYTHON, ["-m", "nuwa_server.load", "--sessions", "20", "--duration", "60", "--fair-from-s", "10", "--out", out, "--json", `${out}/result.json`], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
+      await execFileP(PYTHON, ["-m", "nuwa_lab.load", "--sessions", "20", "--duration", "60", "--fair-from-s", "10", "--out", out, "--json", `${out}/result.json`], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
     } catch (e) {
       code = (e as { code?: number }).code ?? -1;
       if (code !== 1) throw e;

@@ -8,7 +8,7 @@
  * page's stall watchdog raised above the outage, see docs/RELIABILITY.md),
  * and the controller must use ≥ 80 % of the link within 3 s of its return
  * without overflowing the queue. Every figure comes from the emulator's log
- * (server/nuwa_server/outage.py), 250 ms bins.
+ * (lab/nuwa_lab/outage.py), 250 ms bins.
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -56,7 +56,7 @@ describe("12.9 s outage on a real LTE trace", () => {
     const trace = scaledTrace(`${OUT}-trace.mahi`);
     bulk = await runBulk({ trace, scheme: "nuwa", duration_s: 30, out_dir: `${OUT}/run`, stall_timeout_ms: 20_000 });
     console.log(describeBulk(bulk));
-    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.outage", "--log", `${OUT}/run/emulator.log`, "--after-s", "5"], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
+    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.outage", "--log", `${OUT}/run/emulator.log`, "--after-s", "5"], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
     rec = JSON.parse(stdout) as Recovery;
     writeFileSync(`${OUT}/recovery.json`, JSON.stringify(rec, null, 1));
     console.log(

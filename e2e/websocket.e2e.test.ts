@@ -46,7 +46,7 @@ describe("browser without WebTransport", () => {
         expect(server.ready.ws_port).toBeGreaterThan(0);
         const emu = await startWithReady(
           PYTHON,
-          ["-m", "nuwa_server.emulator", "--tcp", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.ws_port}`, "--trace", TRACE, "--delay-ms", String(DELAY_MS), "--uplink-delay-ms", String(DELAY_MS), "--queue-bytes", "150000", "--log", `${out}/emulator.log`, "--summary-json", `${out}/emulator-summary.json`],
+          ["-m", "nuwa_lab.emulator", "--tcp", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.ws_port}`, "--trace", TRACE, "--delay-ms", String(DELAY_MS), "--uplink-delay-ms", String(DELAY_MS), "--queue-bytes", "150000", "--log", `${out}/emulator.log`, "--summary-json", `${out}/emulator-summary.json`],
           `${out}/emulator.stderr`,
         );
         procs.unshift(emu);
@@ -113,7 +113,7 @@ describe("browser without WebTransport", () => {
         // self-check asks p99 ≤ 2 ms; this relay reaches about 2.5 ms, so its summary says invalid).
         expect(emu_summary.lateness_ms.p99).toBeLessThan(5);
         expect(emu_summary.delivered_bytes).toBeGreaterThan(summary.bytes_sent * 0.9);
-        const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.play_metrics", "--run-dir", out, "--trace", TRACE, "--scheme", "nuwa", "--delay-ms", String(DELAY_MS)], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
+        const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", TRACE, "--scheme", "nuwa", "--delay-ms", String(DELAY_MS)], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
         const play = JSON.parse(stdout) as Record<string, unknown>;
         const figures = {
           media_played_s: media_s,

@@ -34,13 +34,13 @@ describe("capacity", () => {
     expect(() => capacityBins(t, 0, 10, 1.5)).toThrow(RangeError);
   });
 
-  it("matches the emulator's own schedule (nuwa_server.emulator.trace) on a real trace, across the loop", () => {
+  it("matches the emulator's own schedule (nuwa_lab.emulator.trace) on a real trace, across the loop", () => {
     const path = `${REPO_ROOT}traces/4G/mahimahi-verizon-lte-short.mahi`;
     const t = parseTrace(readFileSync(path, "utf8"), path);
     const start_ms = t.period_ms - 1000; // spans the wrap-around
     const py = execFileSync(
       `${REPO_ROOT}.venv/bin/python`,
-      ["-c", `import json,sys\nfrom nuwa_server.emulator.trace import load_trace\nt=load_trace(sys.argv[1])\ns=${start_ms}\nprint(json.dumps([len(t.opportunities_between_ms(s+i*200,s+(i+1)*200)) for i in range(10)]))`, path],
+      ["-c", `import json,sys\nfrom nuwa_lab.emulator.trace import load_trace\nt=load_trace(sys.argv[1])\ns=${start_ms}\nprint(json.dumps([len(t.opportunities_between_ms(s+i*200,s+(i+1)*200)) for i in range(10)]))`, path],
       { cwd: REPO_ROOT, encoding: "utf8" },
     );
     const want = (JSON.parse(py) as number[]).map((n) => (n * PACKET_SIZE_BYTES * 8 * 1000) / 200);

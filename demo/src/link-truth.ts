@@ -6,7 +6,7 @@
  * Time base: link ms = CLOCK_MONOTONIC ms − T0, T0 being the emulator's
  * `base_timestamp_ms` (its ready line and log header). The emulator replays the
  * trace from link time 0, looping with period = the last timestamp
- * (server/nuwa_server/emulator/trace.py, mahimahi `link_queue.cc`), so the
+ * (lab/nuwa_lab/emulator/trace.py, mahimahi `link_queue.cc`), so the
  * opportunity schedule at link time t is the trace's, with no further offset.
  */
 

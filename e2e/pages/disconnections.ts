@@ -5,7 +5,7 @@
  * closed during the request: connection lost") and records, for each loss,
  * when frames stopped and when they came back, on the server's clock (frame
  * send stamps, which the emulator's log shares) and on the page's clock.
- * server/nuwa_server/bulk_metrics.py turns them into `reconnects` and
+ * lab/nuwa_lab/bulk_metrics.py turns them into `reconnects` and
  * `disconnected_s`. Pure: the caller passes every time.
  */
 

@@ -1,7 +1,7 @@
 /**
  * One end-to-end bulk download: aioquic server → trace-driven emulator →
  * headless Chromium running @nuwa/player, then metrics from the logs
- * (server/nuwa_server/bulk_metrics.py). Real parts at every step.
+ * (lab/nuwa_lab/bulk_metrics.py). Real parts at every step.
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -109,7 +109,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
     browser = null;
     await stopAll();
     if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
-    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.bulk_metrics", "--run-dir", out, "--trace", trace, "--delay-ms", String(delay_ms), "--warmup-s", String(o.warmup_s ?? 2)], {
+    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.bulk_metrics", "--run-dir", out, "--trace", trace, "--delay-ms", String(delay_ms), "--warmup-s", String(o.warmup_s ?? 2)], {
       cwd: REPO_ROOT,
       maxBuffer: 64 * 1024 * 1024,
     });

@@ -1,6 +1,6 @@
 /**
  * `--burst MIN..MAX[:SEED]` of `./nuwa bulk`: the burst variant of a trace (traces/README.md
- * "Burst variants"), made at use time by `python -m nuwa_server.emulator.burstify` into
+ * "Burst variants"), made at use time by `python -m nuwa_lab.emulator.burstify` into
  * `.cache/traces/` (never committed).
  */
 import { execFileSync } from "node:child_process";
@@ -21,7 +21,7 @@ export function burstVariant(trace: string, spec: string, out_dir = `${REPO_ROOT
   const [gaps, seed] = [m[1]!, m[2] ?? "1"];
   const out = `${out_dir}/${basename(trace, ".mahi")}-burst${gaps}-s${seed}.mahi`;
   try {
-    execFileSync(PYTHON, ["-m", "nuwa_server.emulator.burstify", trace, out, "--gap-ms", gaps, "--seed", seed], { stdio: ["ignore", "ignore", "pipe"] });
+    execFileSync(PYTHON, ["-m", "nuwa_lab.emulator.burstify", trace, out, "--gap-ms", gaps, "--seed", seed], { stdio: ["ignore", "ignore", "pipe"] });
   } catch (e) {
     throw new Error(`--burst ${spec}: ${String((e as { stderr?: Buffer }).stderr ?? e).trim()}`);
   }

@@ -213,7 +213,7 @@ if (values.rl) {
   }
   const index = { command, mode, git: gitAtStart, git_at_end: gitState(), started_utc: started.toISOString(), ended_utc: new Date().toISOString(), best_k, runs: rlRuns.map(({ id, trace, family, policy, k_mss }) => ({ id, trace: trace.name, family, policy, k_mss: Number.isNaN(k_mss) ? null : k_mss })) };
   writeFileSync(`${out_dir}/rl-index.json`, JSON.stringify(index, null, 1));
-  execFileSync(PYTHON, ["-m", "nuwa_server.rl_eval", "--bench-dir", out_dir, "--md", `${REPO_ROOT}models/report/e2e.md`], { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
+  execFileSync(PYTHON, ["-m", "nuwa_lab.rl_eval", "--bench-dir", out_dir, "--md", `${REPO_ROOT}models/report/e2e.md`], { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
   log(`report: ${out_dir}/rl-eval.md and models/report/e2e.md`);
   process.exit(0);
 }
@@ -255,7 +255,7 @@ if (!values["report-only"]) {
   writeFileSync(`${out_dir}/bench-index.json`, JSON.stringify(index, null, 1));
 } else if (!existsSync(`${out_dir}/bench-index.json`)) fail(`--report-only: no ${out_dir}/bench-index.json`);
 
-const reportArgs = ["-m", "nuwa_server.bench_report", "--bench-dir", out_dir];
+const reportArgs = ["-m", "nuwa_lab.bench_report", "--bench-dir", out_dir];
 if (values.full) reportArgs.push("--docs-md", `${REPO_ROOT}docs/BENCHMARKS.md`, "--docs-assets", `${REPO_ROOT}docs/bench`);
 // hand-written notes (why a target was missed, what was tried) go under the computed verdicts
 if (existsSync(`${REPO_ROOT}docs/bench/notes.md`)) reportArgs.push("--notes", `${REPO_ROOT}docs/bench/notes.md`);

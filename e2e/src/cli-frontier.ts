@@ -5,7 +5,7 @@
  * omniscient sender (window and paced families) of the headroom grid and their envelope. Traces: every 3G, 4G and
  * low-band 5G trace of traces/index.json found on disk (the end-to-end set of `./nuwa bench`),
  * plus every `*.mahi` in --burst-dir (e.g. burst variants made by
- * `python -m nuwa_server.emulator.burstify`); --traces keeps those whose name or path contains
+ * `python -m nuwa_lab.emulator.burstify`); --traces keeps those whose name or path contains
  * one of the given strings. Light CPU (a few seconds per trace), no emulator: no lock needed.
  * Writes `{traces: {name: {points, envelope, p95_at_utilization_ms}}, ...}` (e2e/src/frontier.ts)
  * and prints one line per trace.

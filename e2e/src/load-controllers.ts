@@ -1,5 +1,5 @@
 /**
- * The receivers' brains for the Python load client (server/nuwa_server/load.py):
+ * The receivers' brains for the Python load client (lab/nuwa_lab/load/):
  * one real @nuwa/cc NuwaController and one real @nuwa/player GrantPolicy per
  * session, driven over JSON lines on stdin/stdout. The Python side does the
  * QUIC I/O and owns the clock (CLOCK_MONOTONIC µs, as the server's stamps);

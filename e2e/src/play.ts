@@ -2,7 +2,7 @@
  * One playback run (issue 4): DASH content made by ffmpeg (cached), the aioquic
  * server serving it, the trace-driven emulator, headless Chromium playing it
  * with dash.js through Nuwa; then summary.json and report.png from the logs
- * (server/nuwa_server/play_metrics.py).
+ * (lab/nuwa_lab/play_metrics.py).
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -45,7 +45,7 @@ export interface PlayOptions {
 
 /** Make (or reuse) the DASH content; returns its directory. */
 export async function ensureContent(duration_s: number): Promise<string> {
-  const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.dashgen", "--out", `${REPO_ROOT}.cache/content`, "--duration", String(duration_s), "--json"], {
+  const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.dashgen", "--out", `${REPO_ROOT}.cache/content`, "--duration", String(duration_s), "--json"], {
     cwd: REPO_ROOT,
     maxBuffer: 16 * 1024 * 1024,
   });
@@ -100,7 +100,7 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     browser = null;
     await stopAll();
     if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
-    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_server.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms)], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms)], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
     const summary = JSON.parse(stdout) as Record<string, unknown>;
     const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
     summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };

@@ -99,7 +99,7 @@ export async function startLink(l: LinkSetup): Promise<Link> {
   try {
     emulator = await startWithReady(
       PYTHON,
-      ["-m", "nuwa_server.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", l.trace, "--delay-ms", String(l.delay_ms), "--uplink-delay-ms", String(l.delay_ms), "--queue-packets", String(l.queue_packets), "--log", `${l.out}/emulator.log`, "--summary-json", `${l.out}/emulator-summary.json`, ...oracle],
+      ["-m", "nuwa_lab.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", l.trace, "--delay-ms", String(l.delay_ms), "--uplink-delay-ms", String(l.delay_ms), "--queue-packets", String(l.queue_packets), "--log", `${l.out}/emulator.log`, "--summary-json", `${l.out}/emulator-summary.json`, ...oracle],
       `${l.out}/emulator.stderr`,
     );
   } catch (e) {

@@ -137,7 +137,7 @@ class History:
         return np.concatenate(pad + self.rows).astype(np.float32)
 
 
-#: The DASH ladder of server/nuwa_server/dashgen.py (DEFAULT_LADDER), bits per second.
+#: The DASH ladder of lab/nuwa_lab/dashgen.py (DEFAULT_LADDER), bits per second.
 LADDER_BPS: tuple[int, ...] = (300_000, 750_000, 1_200_000, 1_850_000, 2_850_000,
                                4_300_000, 6_000_000, 8_000_000)
 SEGMENT_S = 2.0

@@ -3,7 +3,7 @@
 Issue 13 item 3 redefines the oracle as the best a causal sender could do
 (DESIGN.md, "Comparisons that isolate one factor"): it knows what the link
 offered and what it delivered, one uplink delay late, and nothing about the
-future. Every report of :mod:`.emulator.oracle` (link time t, received at the
+future. Every report of the emulator's oracle (:mod:`.oracle_wire`) (link time t, received at the
 server at about t + U, U the uplink delay) carries
 
 * ``C_rtt``: bytes the trace offered in (t − R, t], R = D + U the base RTT
@@ -179,7 +179,7 @@ def oracle_outstanding_wire_bytes(sent_bytes: int, delivered_bytes: int,
 def wire_to_frame_bytes(wire_bytes: int, frame_bytes: int, overhead_bytes: int) -> int:
     """Wire bytes (UDP payloads) → frame bytes: × frame / (frame + per-packet overhead).
 
-    One frame per packet (session.py's send discipline). Use on bounded
+    One frame per packet (send_loop.py's send discipline). Use on bounded
     quantities (a window, an outstanding count), not cumulative counters.
     """
     return wire_bytes * frame_bytes // (frame_bytes + overhead_bytes)

@@ -42,9 +42,11 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.logger import QuicFileLogger
 
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
-from .emulator.oracle import OracleMessageError, decode_report
+from .config import CC_MODES, SessionConfig
+from .connection import NuwaProtocol
+from .context import ServerContext
 from .oracle_sender import ORACLE_HEADROOM_MS, SentBytesTransport
-from .session import CC_MODES, NuwaProtocol, ServerContext, SessionConfig
+from .oracle_wire import OracleMessageError, decode_report
 from .websocket import start_ws_server
 
 logger = logging.getLogger("nuwa_server.server")

@@ -3,28 +3,11 @@
 The player falls back to the ``@moq/web-transport-ws`` polyfill, which
 carries WebTransport streams over one WebSocket (subprotocol
 ``webtransport``, the page's ``https:`` URL rewritten to ``wss:``, same
-path). Each binary message is one frame: a type byte, then QUIC variable-
-length integers (RFC 9000 §16), with QUIC's frame numbers and stream-id
-numbering (RFC 9000 §2.1: client bidi ``4n``, client uni ``4n + 2``):
+path); its framing and the grant stream are :mod:`.ws_framing`.
 
-====  =====================  =============================================
-type  name                   body
-====  =====================  =============================================
-0x08  STREAM                 stream id, then the data to the end
-0x09  STREAM + FIN           same, and the sender's side of the stream ends
-0x04  RESET_STREAM           stream id, error code
-0x05  STOP_SENDING           stream id, error code
-0x1d  APPLICATION_CLOSE      error code, then a UTF-8 reason to the end
-====  =====================  =============================================
-
-The polyfill has no datagrams, so grants (PROTOCOL.md "Grants") travel on
-the first client-opened unidirectional stream (id 2) as back-to-back 44-byte
-grant records, each handled exactly as a grant datagram (same parser, same
-flood guard, same acceptance rules). Requests and responses are unchanged:
-one client bidirectional stream per request, the same stamped frames back.
-
-The session logic is :class:`.session.NuwaSession` (shared with the QUIC
-server); this module only adapts the transport. What bounds the sender:
+The session logic is :class:`.session.NuwaSession` and the send loop
+:func:`.send_loop.pump`, both shared with the QUIC server; this module only
+adapts the transport (:class:`WsFrameTransport`). What bounds the sender:
 
 * grants, as over QUIC: ``outstanding + frame ≤ window`` (``--cc nuwa``);
 * there is no aioquic congestion window to read, so no ceiling of ours; TCP
@@ -53,160 +36,34 @@ import socket
 import struct
 import termios
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from .config import GRANT_FLOOD_CLOSE_CODE, WEBTRANSPORT_PATH, now_us
+from .context import ServerContext
 from .grants import MAX_WINDOW_BYTES
-from .protocol import FRAME_HEADER_BYTES, encode_frame_header
-from .session import GRANT_FLOOD_CLOSE_CODE, WEBTRANSPORT_PATH, NuwaSession, ServerContext, now_us
+from .send_loop import pump
+from .session import NuwaSession
+from .ws_framing import (
+    GRANT_STREAM_ID,
+    GrantStreamReader,
+    WsFrameError,
+    decode_ws_frame,
+    encode_application_close,
+    encode_reset_stream,
+    encode_stream_frame,
+    is_client_bidi,
+)
 
 logger = logging.getLogger("nuwa_server.websocket")
 
 WS_SUBPROTOCOL = "webtransport"
 """WebSocket subprotocol the polyfill offers and the server must select."""
 
-FRAME_STREAM = 0x08
-FRAME_STREAM_FIN = 0x09
-FRAME_RESET_STREAM = 0x04
-FRAME_STOP_SENDING = 0x05
-FRAME_APPLICATION_CLOSE = 0x1D
-
-GRANT_STREAM_ID = 2
-"""The first client-initiated unidirectional stream (RFC 9000 §2.1): the grant stream."""
-
-GRANT_RECORD_BYTES = 44
-"""One grant record on the grant stream: the 44-byte grant of PROTOCOL.md "Grants"."""
-
 MAX_WS_MESSAGE_BYTES = 1 << 20
 """Largest message accepted from a client (requests are ≤ 4096 bytes, grants 44)."""
 
-VARINT_MAX = (1 << 62) - 1
-"""Largest QUIC variable-length integer (RFC 9000 §16)."""
-
 WS_STREAM_GONE = 0x170D7B68
 """RESET_STREAM code when the session goes away (as over QUIC, session.WT_SESSION_GONE)."""
-
-
-class WsFrameError(ValueError):
-    """A polyfill frame that breaks the framing (truncated, unknown type, bad id)."""
-
-
-@dataclass(frozen=True, slots=True)
-class WsFrame:
-    """One decoded polyfill frame. ``kind``: ``stream`` | ``reset_stream`` |
-    ``stop_sending`` | ``close``. ``stream_id`` is None for ``close``; ``code``
-    is None for ``stream``."""
-
-    kind: str
-    stream_id: int | None = None
-    data: bytes = b""
-    fin: bool = False
-    code: int | None = None
-    reason: str = ""
-
-
-def encode_varint(value: int) -> bytes:
-    """QUIC variable-length integer (RFC 9000 §16), shortest form.
-
-    Raises:
-        ValueError: ``value`` outside 0 .. 2^62 − 1.
-    """
-    if value < 0 or value > VARINT_MAX:
-        raise ValueError(f"varint out of range 0..2^62-1: {value}")
-    if value < 1 << 6:
-        return bytes((value,))
-    if value < 1 << 14:
-        return struct.pack("!H", 0x4000 | value)
-    if value < 1 << 30:
-        return struct.pack("!I", 0x8000_0000 | value)
-    return struct.pack("!Q", 0xC000_0000_0000_0000 | value)
-
-
-def decode_varint(buf: bytes, offset: int) -> tuple[int, int]:
-    """Decode a QUIC varint at ``offset`` (RFC 9000 §16); returns (value, next offset).
-
-    Raises:
-        WsFrameError: the buffer ends inside the integer.
-    """
-    if offset >= len(buf):
-        raise WsFrameError("frame truncated: varint expected")
-    first = buf[offset]
-    length = 1 << (first >> 6)
-    if offset + length > len(buf):
-        raise WsFrameError(f"frame truncated: {length}-byte varint, {len(buf) - offset} left")
-    value = first & 0x3F
-    for b in buf[offset + 1 : offset + length]:
-        value = (value << 8) | b
-    return value, offset + length
-
-
-def decode_ws_frame(message: bytes) -> WsFrame:
-    """Decode one polyfill frame (one binary WebSocket message).
-
-    Raises:
-        WsFrameError: empty message, unknown type, truncated varint, or a
-            reason that is not UTF-8.
-    """
-    if not message:
-        raise WsFrameError("empty frame")
-    ftype = message[0]
-    if ftype in (FRAME_STREAM, FRAME_STREAM_FIN):
-        stream_id, off = decode_varint(message, 1)
-        return WsFrame("stream", stream_id, bytes(message[off:]), ftype == FRAME_STREAM_FIN)
-    if ftype in (FRAME_RESET_STREAM, FRAME_STOP_SENDING):
-        stream_id, off = decode_varint(message, 1)
-        code, off = decode_varint(message, off)
-        return WsFrame("reset_stream" if ftype == FRAME_RESET_STREAM else "stop_sending",
-                       stream_id, code=code)
-    if ftype == FRAME_APPLICATION_CLOSE:
-        code, off = decode_varint(message, 1)
-        try:
-            reason = bytes(message[off:]).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise WsFrameError("close reason is not UTF-8") from exc
-        return WsFrame("close", code=code, reason=reason)
-    raise WsFrameError(f"unknown frame type 0x{ftype:02x}")
-
-
-def encode_stream_frame(stream_id: int, data: bytes, fin: bool) -> bytes:
-    """STREAM (0x08) or STREAM+FIN (0x09) frame carrying ``data``."""
-    return bytes((FRAME_STREAM_FIN if fin else FRAME_STREAM,)) + encode_varint(stream_id) + data
-
-
-def encode_reset_stream(stream_id: int, code: int) -> bytes:
-    """RESET_STREAM (0x04) frame."""
-    return bytes((FRAME_RESET_STREAM,)) + encode_varint(stream_id) + encode_varint(code)
-
-
-def encode_application_close(code: int, reason: str) -> bytes:
-    """APPLICATION_CLOSE (0x1d) frame."""
-    return bytes((FRAME_APPLICATION_CLOSE,)) + encode_varint(code) + reason.encode("utf-8")
-
-
-def is_client_bidi(stream_id: int) -> bool:
-    """Client-initiated bidirectional stream id (RFC 9000 §2.1: low bits 00)."""
-    return stream_id & 0x3 == 0
-
-
-class GrantStreamReader:
-    """Cuts the grant stream's bytes into 44-byte records (a record may span messages)."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def push(self, data: bytes) -> list[bytes]:
-        """Add stream bytes; return the complete records, in order."""
-        self._buf += data
-        n = len(self._buf) // GRANT_RECORD_BYTES * GRANT_RECORD_BYTES
-        out = [bytes(self._buf[i : i + GRANT_RECORD_BYTES])
-               for i in range(0, n, GRANT_RECORD_BYTES)]
-        del self._buf[:n]
-        return out
-
-    @property
-    def pending_bytes(self) -> int:
-        """Bytes of an incomplete record held back."""
-        return len(self._buf)
 
 
 def socket_unsent_bytes(sock: socket.socket | None) -> int:
@@ -239,6 +96,7 @@ class WsNuwaConnection:
             self.session.grants.set_window(context.oracle_window_bytes)
         context.add_session(self.session)
         self._grant_reader = GrantStreamReader()
+        self._frames = WsFrameTransport(ws)
         self._kick = asyncio.Event()
         self.grant_records = 0
         self.bad_frames = 0
@@ -306,67 +164,84 @@ class WsNuwaConnection:
         self._kick.set()
         return True
 
-    def _bytes_in_flight(self) -> int:
-        transport = self._ws.transport
-        sock = transport.get_extra_info("socket")
-        return int(transport.get_write_buffer_size()) + socket_unsent_bytes(sock)
-
     async def _pump(self) -> None:
-        """Write frames while grants allow and the socket takes them (module doc)."""
+        """Run the send loop (:func:`.send_loop.pump`) and await each frame's send: the loop
+        writes one frame, the WebSocket sends it (``send()`` returns once the kernel took every
+        byte, module doc), then the loop runs again; a session its grant holds waits for the
+        next message or its next grant-timeout step."""
         session = self.session
+        frames = self._frames
         payload_bytes = self._config.frame_payload_bytes
         while not session.closed:
             if not session.active:
                 self._kick.clear()
                 await self._kick.wait()
                 continue
-            stream = session.active[0]
-            peeked = stream.peek(payload_bytes)
-            if peeked is None:
-                session.active.popleft()
-                continue
-            ftype, payload, fin = peeked
-            frame_bytes = FRAME_HEADER_BYTES + len(payload)
-            t_us = now_us()
-            level = session.grants.poll_fallback(t_us)
-            if level is not None:
-                budget0 = session.grants.budget(t_us, 0)
-                session.log.event("grant_fallback", level=level,
-                                  window_bytes=budget0.window_bytes,
-                                  last_grant_seq=session.grants.last_grant_seq)
-            in_flight = self._bytes_in_flight()
-            budget = session.grants.budget(t_us, in_flight)
-            if not budget.allows(frame_bytes, MAX_WINDOW_BYTES):
-                await self._wait_grant(t_us)
-                continue
-            seq = session.take_seq()
-            send_time_us = now_us()
-            data = encode_frame_header(ftype, seq, send_time_us, len(payload)) + payload
-            try:
-                await self._ws.send(encode_stream_frame(stream.stream_id, data, fin))
-            except Exception as exc:  # noqa: BLE001 - connection gone: run() ends the session
-                logger.info("session %s: send failed (%s)", session.name, exc)
-                return
-            stream.commit()
-            outstanding = session.grants.on_frame_written(len(data), budget)
-            session.log.frame(seq, stream.stream_id, ftype, len(data), send_time_us, outstanding,
-                              budget.window_bytes, MAX_WINDOW_BYTES, in_flight)
-            session.active.rotate(-1)
-            if stream.done:
-                session.stream_finished(stream)
+            result = pump((session,), frames, payload_bytes)
+            message = frames.take_message()
+            if message is not None:
+                try:
+                    await self._ws.send(message)
+                except Exception as exc:  # noqa: BLE001 - connection gone: run() ends the session
+                    logger.info("session %s: send failed (%s)", session.name, exc)
+                    return
+            elif result.grant_blocked:
+                await self._wait_grant(result.grant_wake_us)
 
-    async def _wait_grant(self, t_us: int) -> None:
-        """Blocked by the grant: wait for the next message or the next grant-timeout step."""
-        g = self.session.grants
+    async def _wait_grant(self, wake_us: int | None) -> None:
+        """Blocked by the grant: wait for the next message or the grant-timeout step at
+        ``wake_us`` (CLOCK_MONOTONIC µs; None: 50 ms)."""
         self._kick.clear()
-        timeout_s = 0.05
-        if g.config.enforce:
-            since = g.last_grant_time_us if g.last_grant_time_us is not None else g.start_time_us
-            level = g.fallback_level(t_us)
-            boundary_us = since + (level + 1) * g.config.grant_timeout_us
-            timeout_s = max(0.0005, (boundary_us - t_us) / 1e6)
+        timeout_s = 0.05 if wake_us is None else max(0.0005, (wake_us - now_us()) / 1e6)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._kick.wait(), timeout_s)
+
+
+class WsFrameTransport:
+    """The send loop's view of one WebSocket (:class:`.send_loop.FrameTransport`).
+
+    No congestion window of ours: TCP bounds the sender by backpressure, so the ceiling is
+    :data:`.grants.MAX_WINDOW_BYTES` and a frame may always go once the one before it was
+    sent. :meth:`write` keeps the polyfill STREAM frame for the connection to send
+    (``await send()``) and asks the loop to stop until then. Bytes in flight are the
+    socket's unsent + unacknowledged bytes (``TIOCOUTQ``) plus asyncio's write buffer.
+    """
+
+    def __init__(self, ws: Any) -> None:
+        self._ws = ws
+        self._message: bytes | None = None
+
+    def can_send(self, frame_bytes: int) -> bool:
+        """Whether the frame written before was sent (only one waits at a time)."""
+        return self._message is None
+
+    def bytes_in_flight(self) -> int:
+        """asyncio's write buffer + the kernel's unacknowledged bytes, bytes."""
+        transport = self._ws.transport
+        sock = transport.get_extra_info("socket")
+        return int(transport.get_write_buffer_size()) + socket_unsent_bytes(sock)
+
+    def ceiling_bytes(self) -> int:
+        """No ceiling of ours over TCP: :data:`.grants.MAX_WINDOW_BYTES`."""
+        return MAX_WINDOW_BYTES
+
+    def pacer_wait(self) -> float | None:
+        """No pacer of ours over TCP."""
+        return None
+
+    def window_limited(self) -> None:
+        """No ceiling to tell."""
+
+    def write(self, stream_id: int, data: bytes, fin: bool) -> bool:
+        """Keep the frame as one STREAM (or STREAM + FIN) message; the loop stops so the
+        connection sends it at once."""
+        self._message = encode_stream_frame(stream_id, data, fin)
+        return False
+
+    def take_message(self) -> bytes | None:
+        """The message :meth:`write` kept (None if none), handed over once."""
+        message, self._message = self._message, None
+        return message
 
 
 async def start_ws_server(context: ServerContext, host: str, port: int,

@@ -17,7 +17,7 @@ from aioquic.quic.congestion.cubic import CubicCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
 
 from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
-from nuwa_server.session import SessionConfig
+from nuwa_server.config import SessionConfig
 
 MSS = 1200
 IW = K_INITIAL_WINDOW * MSS

@@ -23,8 +23,8 @@ from cryptography.x509.oid import NameOID
 from test_server import WtClient, bulk_bytes, client_configuration, run, running_server
 
 from nuwa_server.certs import DEV_CERT_FILE, load_cert_info
+from nuwa_server.config import SessionConfig
 from nuwa_server.server import start_server
-from nuwa_server.session import SessionConfig
 
 NOW = dt.datetime.now(dt.UTC)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_server import run, running_server, wt_client
 
-from nuwa_server.session import now_us
+from nuwa_server.config import now_us
 
 
 def test_now_us_is_the_monotonic_clock() -> None:

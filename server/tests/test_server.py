@@ -34,6 +34,9 @@ from aioquic.h3.events import (
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import QuicEvent, StreamReset
 
+from nuwa_server.bodies import BULK_PATTERN_PERIOD
+from nuwa_server.config import SessionConfig
+from nuwa_server.connection import unsent_bytes
 from nuwa_server.protocol import (
     FRAME_HEADER_BYTES,
     Frame,
@@ -44,7 +47,7 @@ from nuwa_server.protocol import (
     encode_grant,
 )
 from nuwa_server.server import RunningServer, start_server
-from nuwa_server.session import BULK_PATTERN_PERIOD, NuwaSession, SessionConfig
+from nuwa_server.session import NuwaSession
 
 # --------------------------------------------------------------------------- client
 
@@ -201,7 +204,7 @@ def _server_state(server: RunningServer) -> str:
             f"cwnd={loss.congestion_window} bif={loss.bytes_in_flight} "
             f"pacing_at={quic._pacing_at} timer={quic.get_timer()} "
             f"wake_at={getattr(proto, '_wake_at', None)} now={asyncio.get_running_loop().time()} "
-            f"unsent={proto._unsent_bytes() if hasattr(proto, '_unsent_bytes') else '?'}"
+            f"unsent={unsent_bytes(quic)}"
         )
     for session in server.context.recent_sessions():
         g = session.grants

@@ -14,10 +14,11 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from nuwa_server.bodies import BULK_PATTERN_PERIOD
+from nuwa_server.config import SessionConfig
 from nuwa_server.protocol import FrameReader, FrameType, Grant, encode_grant
 from nuwa_server.server import RunningServer, start_server
-from nuwa_server.session import BULK_PATTERN_PERIOD, SessionConfig
-from nuwa_server.websocket import (
+from nuwa_server.ws_framing import (
     GRANT_STREAM_ID,
     GrantStreamReader,
     WsFrameError,

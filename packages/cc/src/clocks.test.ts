@@ -4,7 +4,7 @@
  * Open loop on purpose: the true queue is prescribed (a 1 s sawtooth, 0 → 30 ms,
  * drained for the last 100 ms of each period), so the controller's raw Qd can be
  * compared with the truth frame by frame whatever the window does.
- * The server stamps with CLOCK_MONOTONIC (server/nuwa_server/session.py now_us;
+ * The server stamps with CLOCK_MONOTONIC (server/nuwa_server/config.py now_us;
  * server/tests/test_clocks.py shows a wall-clock step does not reach the stamps);
  * the player reads performance.now(). The step cases below are what a sender whose
  * clock did step would cause.

@@ -1,0 +1,331 @@
+"""Metrics and report of one playback run (issue 4), from the emulator's log
+(truth: capacity and queuing delay) and the page's log (dash.js events, Nuwa's
+and dash.js's estimates). docs/DESIGN.md §6 "How it is measured":
+
+- estimate error: |estimate − capacity| ÷ capacity in 1 s bins while
+  downloading (a bin counts when the player had a request in flight for at
+  least 75% of its samples); median over bins, for Nuwa's and dash.js's own.
+  Both come from the same run: the page reads the two estimates at the same
+  instants (every 250 ms), and only samples where both exist are scored, so
+  both medians are over the same bins against the same capacity;
+- QoE per chunk (Pensieve's linear QoE, Mao et al. SIGCOMM 2017 §5.1, QoE_lin):
+  Σ bitrate (Mbit/s) − 4.3 × rebuffer (s) − Σ |Δ bitrate| (Mbit/s), divided by
+  the number of video chunks played: one per media position (segment index)
+  that playback reached, with the quality of the last download of that
+  position (the one appended last, which is what played; dash.js's fast
+  switching replaces only segments ahead of the playhead). Re-downloads and
+  abandoned requests are not chunks; their bytes are reported beside the QoE
+  (``redownloaded_bytes``: downloads of a position superseded by a later one;
+  ``abandoned_requests`` / ``abandoned_bytes``: requests dash.js cut off);
+- queuing delay p50/p95 per packet at the emulator; utilization = delivered ÷
+  capacity bytes over the downloading bins.
+
+The page's clock is mapped onto the log's time base with the frames: a frame the
+server stamped at ``send_us`` entered the queue at a known log time and left it
+``Qd`` later, when the page read it; the median difference is the offset.
+
+CLI: ``python -m nuwa_lab.play_metrics --run-dir DIR --trace FILE --scheme S
+[--delay-ms 25] [--td-ms 20]`` writes ``summary.json`` and ``report.png`` there
+and prints the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from .bulk_metrics import grant_violations
+from .emulator.analysis import packet_records, parse_log
+from .emulator.mmlog import read_sidecar, server_send_us_to_log_ms
+from .emulator.trace import PACKET_SIZE_BYTES
+
+REBUFFER_PENALTY = 4.3  # Pensieve's linear QoE, per second of rebuffering
+
+
+def _pct(xs: list[float], q: float) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
+
+
+def browser_to_log_offset_ms(page: dict[str, Any], t0_ms: int, delay_ms: float) -> float:
+    """Offset such that log_ms = browser_ms − offset. Raises ValueError without frames."""
+    fr = page["frames"]
+    if not fr["send_us"]:
+        raise ValueError("the page received no frame")
+    diffs = []
+    step = max(1, len(fr["send_us"]) // 5000)
+    for i in range(0, len(fr["send_us"]), step):
+        depart_log_ms = (
+            server_send_us_to_log_ms(int(fr["send_us"][i]), t0_ms, delay_ms) + fr["raw_qd_ms"][i]
+        )
+        diffs.append(fr["recv_us"][i] / 1000.0 - depart_log_ms)
+    return statistics.median(diffs)
+
+
+def played_chunks(page: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The video chunks played, one per media position, and the waste around them.
+
+    ``page["chunks"]``: completed video segment downloads in completion order, each
+    ``{t_us, bitrate_kbps, index, start_s?, bytes?}`` (a position downloaded again
+    appears again). A position counts as played when playback reached it
+    (``start_s`` < the furthest media time sampled; without ``start_s`` it counts);
+    it carries the last download of that position. Returns (played chunks in media
+    order, ``{"chunks_downloaded", "redownloaded_chunks", "redownloaded_bytes",
+    "abandoned_requests", "abandoned_bytes"}``).
+    """
+    chunks = page.get("chunks") or []
+    played_to_s = max((float(s["media_s"]) for s in page.get("samples") or []), default=None)
+    last: dict[int, dict[str, Any]] = {}
+    redl_chunks = 0
+    redl_bytes = 0
+    for c in chunks:
+        i = int(c["index"])
+        if i in last:
+            redl_chunks += 1
+            redl_bytes += int(last[i].get("bytes") or 0)  # the superseded download was wasted
+        last[i] = c
+    played = [
+        c for i, c in sorted(last.items())
+        if played_to_s is None or c.get("start_s") is None or float(c["start_s"]) < played_to_s
+    ]
+    abandoned = page.get("abandoned") or []
+    return played, {
+        "chunks_downloaded": len(chunks),
+        "redownloaded_chunks": redl_chunks,
+        "redownloaded_bytes": redl_bytes,
+        "abandoned_requests": len(abandoned),
+        "abandoned_bytes": sum(int(a.get("bytes") or 0) for a in abandoned),
+    }
+
+
+def qoe(page: dict[str, Any]) -> dict[str, Any]:
+    """Bitrate, switches, rebuffering and Pensieve's QoE per played chunk from the page log.
+
+    Pensieve's QoE_lin (Mao et al., SIGCOMM 2017, §5.1): per chunk n, q(R_n) − μ·T_n −
+    |q(R_{n+1}) − q(R_n)| with q(R) = R in Mbit/s and μ = 4.3 per second of rebuffering,
+    summed and divided by the number of chunks, here the chunks played (``played_chunks``).
+    Rebuffering is every stall after startup (PLAYBACK_WAITING to PLAYBACK_PLAYING, an open
+    one until the last sample). Returns ``chunks`` (played), ``bitrate_kbps_mean``,
+    ``rebuffer_s``, ``rebuffer_count``, ``switches``, ``qoe_per_chunk`` (None without
+    chunks) and the waste of ``played_chunks``.
+    """
+    played, waste = played_chunks(page)
+    rates = [c["bitrate_kbps"] / 1000.0 for c in played]
+    stalls = page["stalls"]
+    end_us = page["samples"][-1]["t_us"] if page["samples"] else 0
+    rebuffer_s = sum(((s["end_us"] or end_us) - s["start_us"]) / 1e6 for s in stalls)
+    switches = sum(1 for a, b in zip(rates, rates[1:], strict=False) if a != b)
+    smooth = sum(abs(b - a) for a, b in zip(rates, rates[1:], strict=False))
+    n = len(rates)
+    return {
+        "chunks": n,
+        "bitrate_kbps_mean": 1000.0 * sum(rates) / n if n else None,
+        "rebuffer_s": rebuffer_s,
+        "rebuffer_count": len(stalls),
+        "switches": switches,
+        "qoe_per_chunk": (sum(rates) - REBUFFER_PENALTY * rebuffer_s - smooth) / n if n else None,
+        **waste,
+    }
+
+
+def _finite_pos(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x) and x > 0
+
+
+def estimate_error(
+    bins: list[tuple[list[dict[str, Any]], float, bool]],
+) -> tuple[dict[str, Any], list[tuple[float | None, float | None]]]:
+    """Median relative error of Nuwa's and dash.js's estimates over the same bins.
+
+    ``bins``: per 1 s bin, (the page's samples in it, capacity in bit/s, whether the
+    player was downloading). Only samples holding both estimates (``nuwa_bps`` and
+    ``dashjs_bps`` finite and > 0, read at the same instant) count; a bin is scored
+    when it was downloading, had capacity and holds such a sample; there each
+    estimate's mean over those samples is compared with the capacity:
+    |estimate − capacity| ÷ capacity. Returns ({"nuwa", "dashjs" (medians, None
+    without bins), "bins"}, per-bin (nuwa_bps, dashjs_bps) means or None).
+    """
+    err_nuwa: list[float] = []
+    err_dash: list[float] = []
+    means: list[tuple[float | None, float | None]] = []
+    for ss, cap_bps, downloading in bins:
+        both = [s for s in ss
+                if _finite_pos(s.get("nuwa_bps")) and _finite_pos(s.get("dashjs_bps"))]
+        if not both:
+            means.append((None, None))
+            continue
+        n_bps = statistics.fmean(float(s["nuwa_bps"]) for s in both)
+        d_bps = statistics.fmean(float(s["dashjs_bps"]) for s in both)
+        means.append((n_bps, d_bps))
+        if downloading and cap_bps > 0:
+            err_nuwa.append(abs(n_bps - cap_bps) / cap_bps)
+            err_dash.append(abs(d_bps - cap_bps) / cap_bps)
+    return {"nuwa": _pct(err_nuwa, 50), "dashjs": _pct(err_dash, 50), "bins": len(err_nuwa)}, means
+
+
+def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> dict[str, Any]:
+    """Summary of a playback run directory (``emulator.log`` + sidecar, ``page.json``)."""
+    log_path = run_dir / "emulator.log"
+    page = json.loads((run_dir / "page.json").read_text())
+    t0 = int(read_sidecar(log_path)["base_timestamp_ms"])
+    off = browser_to_log_offset_ms(page, t0, delay_ms)
+    log = parse_log(log_path)
+    recs = packet_records(log_path)
+    samples = page["samples"]
+    start_ms = samples[0]["t_us"] / 1000.0 - off
+    end_ms = samples[-1]["t_us"] / 1000.0 - off
+    # capacity per 1 s bin (log time), from the logged opportunities
+    nbins = max(1, int((end_ms - start_ms) // 1000))
+    cap = [0] * nbins
+    for t in log.opportunities:
+        b = int((t - start_ms) // 1000)
+        if 0 <= b < nbins:
+            cap[b] += PACKET_SIZE_BYTES
+    delivered = [0] * nbins
+    for r in recs:
+        b = int((r.departure_ms - start_ms) // 1000)
+        if 0 <= b < nbins:
+            delivered[b] += r.size_bytes
+    per_bin: list[list[dict[str, Any]]] = [[] for _ in range(nbins)]
+    for s in samples:
+        b = int((s["t_us"] / 1000.0 - off - start_ms) // 1000)
+        if 0 <= b < nbins:
+            per_bin[b].append(s)
+    dl_cap = dl_del = 0
+    series = []
+    scored: list[tuple[list[dict[str, Any]], float, bool]] = []
+    for b in range(nbins):
+        ss = per_bin[b]
+        cap_bps = cap[b] * 8.0
+        downloading = bool(ss) and sum(1 for s in ss if s["downloading"]) >= 0.75 * len(ss)
+        scored.append((ss, cap_bps, downloading))
+        if downloading and cap_bps > 0:
+            dl_cap += cap[b]
+            dl_del += delivered[b]
+    est_err, est_means = estimate_error(scored)
+    for b in range(nbins):
+        series.append(
+            {
+                "t_s": b,
+                "capacity_bps": scored[b][1],
+                "nuwa_bps": est_means[b][0],
+                "dashjs_bps": est_means[b][1],
+                "downloading": scored[b][2],
+            }
+        )
+    qd = [float(r.delay_ms) for r in recs if start_ms <= r.departure_ms < end_ms]
+    q = qoe(page)
+    # grants obeyed: recomputed from the server's logs (bulk_metrics.grant_violations)
+    gv = grant_violations(run_dir / "server")
+    media_played_s = max((s["media_s"] for s in samples), default=0.0)
+    return {
+        "scheme": scheme,
+        "trace": str(trace),
+        "media_played_s": media_played_s,
+        "bitrate_kbps_mean": q["bitrate_kbps_mean"],
+        "rebuffer_s": q["rebuffer_s"],
+        "rebuffer_count": q["rebuffer_count"],
+        "switches": q["switches"],
+        "startup_s": page.get("startup_s"),
+        "dashjs_settings": page.get("dashjs_settings"),
+        "qoe_per_chunk": q["qoe_per_chunk"],
+        "chunks": q["chunks"],
+        "chunks_downloaded": q["chunks_downloaded"],
+        "redownloaded_chunks": q["redownloaded_chunks"],
+        "redownloaded_bytes": q["redownloaded_bytes"],
+        "abandoned_requests": q["abandoned_requests"],
+        "abandoned_bytes": q["abandoned_bytes"],
+        "queuing_delay_ms": {
+            "p50": _pct(qd, 50),
+            "p95": _pct(qd, 95),
+            "mean": statistics.mean(qd) if qd else None,
+        },
+        "utilization": dl_del / dl_cap if dl_cap else None,
+        "estimate_error": est_err,
+        "grant_violations": gv["violations"],
+        "grant_check": gv,
+        "series": series,
+    }
+
+
+def write_report(
+    run_dir: Path, summary: dict[str, Any], page: dict[str, Any], td_ms: float
+) -> Path:
+    """Plot capacity and estimates, queuing delay against Td, window, buffer and
+    bitrate into ``report.png``; returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = page["samples"]
+    t0 = s[0]["t_us"] if s else 0
+    nan = float("nan")
+
+    def v(x: Any, scale: float = 1.0) -> float:
+        return nan if x is None else float(x) / scale
+
+    ts = [(x["t_us"] - t0) / 1e6 for x in s]
+    fig, ax = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
+    ser = summary["series"]
+    ax[0].step(
+        [b["t_s"] for b in ser],
+        [b["capacity_bps"] / 1e6 for b in ser],
+        where="post",
+        label="capacity (emulator)",
+        color="k",
+    )
+    ax[0].plot(ts, [v(x["nuwa_bps"], 1e6) for x in s], label="Nuwa estimate")
+    ax[0].plot(ts, [v(x["dashjs_bps"], 1e6) for x in s], label="dash.js estimate")
+    ax[0].set_ylabel("Mbit/s")
+    ax[0].legend(loc="upper right")
+    ax[0].set_title(
+        f"{summary['scheme']} on {Path(summary['trace']).name}: "
+        f"QoE/chunk {summary['qoe_per_chunk'] or float('nan'):.2f}"
+    )
+    ax[1].plot(ts, [v(x["qd_ms"]) for x in s], label="queuing delay (controller)")
+    ax[1].axhline(td_ms, color="r", linestyle="--", label="Td")
+    ax[1].set_ylabel("ms")
+    ax[1].legend(loc="upper right")
+    ax[2].plot(ts, [v(x["window_bytes"], 1000) for x in s], label="window (grant)")
+    ax[2].set_ylabel("kB")
+    ax[2].legend(loc="upper right")
+    ax[3].plot(ts, [v(x["buffer_s"]) for x in s], label="buffer (s)")
+    ax3b = ax[3].twinx()
+    ax3b.step(
+        ts, [v(x["bitrate_kbps"]) for x in s], where="post", color="g", label="bitrate (kbit/s)"
+    )
+    ax[3].set_xlabel("time (s)")
+    ax[3].legend(loc="upper left")
+    ax3b.legend(loc="upper right")
+    fig.tight_layout()
+    out = run_dir / "report.png"
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI entry: write summary.json and report.png into the run directory, print the summary."""
+    p = argparse.ArgumentParser(description="metrics of a playback run")
+    p.add_argument("--run-dir", required=True, type=Path)
+    p.add_argument("--trace", required=True, type=Path)
+    p.add_argument("--scheme", required=True)
+    p.add_argument("--delay-ms", type=float, default=25.0)
+    p.add_argument("--td-ms", type=float, default=20.0)
+    a = p.parse_args(argv)
+    summary = play_metrics(a.run_dir, a.trace, a.scheme, a.delay_ms)
+    page = json.loads((a.run_dir / "page.json").read_text())
+    write_report(a.run_dir, summary, page, a.td_ms)
+    (a.run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k != "series"}))
+
+
+if __name__ == "__main__":
+    main()

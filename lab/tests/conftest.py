@@ -1,0 +1,21 @@
+"""The lab's tests drive the product with the product tests' aioquic WebTransport client
+(``server/tests/test_server.py``: ``WtClient``, ``running_server``, ...), so that folder is
+importable from here whichever folders pytest is given."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+PRODUCT_TESTS = Path(__file__).resolve().parents[2] / "server" / "tests"
+if str(PRODUCT_TESTS) not in sys.path:
+    sys.path.append(str(PRODUCT_TESTS))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the lab's markers."""
+    config.addinivalue_line(
+        "markers", "install: builds a fresh venv with pip from the package index (wheel cache); "
+        "runs in CI (about 20 s)")

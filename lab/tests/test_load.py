@@ -1,0 +1,93 @@
+"""Unit tests of the load test's pure parts (lab/nuwa_lab/load/); the run
+itself is e2e/load.e2e.test.ts (5 sessions) and ``./nuwa load`` (the long one)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nuwa_lab.load import (
+    build_parser,
+    jain_index,
+    server_session_summaries,
+    summarize_profile,
+    validate,
+)
+
+
+def test_jain_index_bounds_and_known_values() -> None:
+    assert jain_index([3.0, 3.0, 3.0]) == pytest.approx(1.0)
+    assert jain_index([1.0, 0.0, 0.0, 0.0]) == pytest.approx(0.25)  # 1/n: one takes all
+    # (1+2)^2 / (2 * (1+4)) = 0.9
+    assert jain_index([1.0, 2.0]) == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("bad", [[], [0.0, 0.0], [-1.0, 2.0], [float("nan")], [float("inf")]])
+def test_jain_index_refuses_bad_input(bad: list[float]) -> None:
+    with pytest.raises(ValueError, match="jain_index"):
+        jain_index(bad)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sessions", "0"], "--sessions"),
+        (["--duration", "-1"], "--duration"),
+        (["--cc", "{nope"], "--cc is not JSON"),
+        (["--cc", "[1]"], "JSON object"),
+        (["--workers", "3", "--sessions", "2"], "--workers"),
+        (["--duration", "5", "--fair-from-s", "5"], "--fair-from-s"),
+        (["--link-mbps", "0"], "--link-mbps"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_option(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = build_parser()
+    with pytest.raises(SystemExit) as exc:
+        validate(p, p.parse_args(argv))
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_default_link_rate_scales_with_sessions() -> None:
+    p = build_parser()
+    a = p.parse_args(["--sessions", "20"])
+    validate(p, a)
+    assert a.link_mbps == pytest.approx(24.0)
+    a = p.parse_args(["--sessions", "10", "--mode", "paced", "--rate-mbps", "2"])
+    validate(p, a)
+    assert a.link_mbps == pytest.approx(30.0)
+
+
+def test_profile_summary_self_time_and_areas(tmp_path: Path) -> None:
+    raw = tmp_path / "p.txt"
+    raw.write_text(
+        "main (a.py:1);transmit (nuwa_server/session.py:9);encrypt (aioquic/_crypto.py:50) 30\n"
+        "main (a.py:1);_pump (nuwa_server/session.py:99) 50\n"
+        "main (a.py:1);select (selectors.py:468) 20\n"
+    )
+    s = summarize_profile(raw)
+    assert s["samples"] == 100
+    assert s["self"][0] == {"frame": "_pump (nuwa_server/session.py:99)", "share": 0.5}
+    assert s["by_area"] == {"nuwa_server": 0.5, "aioquic crypto": 0.3, "asyncio/sockets": 0.2}
+
+
+def test_server_session_summaries_from_stderr(tmp_path: Path) -> None:
+    summ = {"grant_violations": 1, "fallback_entries": 2, "grants_accepted": 10, "frames": 5,
+            "bytes_sent": 6100, "close_reason": "server_shutdown", "grants_dropped": {"replay": 3},
+            "departure": {"transmits_with_unsent_new_bytes": 4}}
+    err = tmp_path / "server.stderr"
+    err.write_text(
+        "x INFO nuwa_server.session: session s1 closed (server_shutdown): " + json.dumps(summ)
+        + "\nnoise line\n"
+        + "x INFO nuwa_server.session: session s2 closed (server_shutdown): " + json.dumps(summ)
+        + "\n"
+    )
+    t = server_session_summaries(err)
+    assert t["sessions"] == 2
+    assert t["grant_violations"] == 2 and t["fallback_entries"] == 4 and t["bytes_sent"] == 12200
+    assert t["grants_dropped"] == {"replay": 6}
+    assert t["transmits_with_unsent_new_bytes"] == 8

@@ -1,0 +1,101 @@
+"""The server's configuration, clock and shared constants.
+
+:class:`SessionConfig` is the effective per-server config (logged once per
+session); :func:`now_us` is the clock of every ``send_time_us`` stamp.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .ceiling import CEILING_NAME
+from .grants import GrantConfig
+from .oracle_sender import ORACLE_CC_NAME
+from .protocol import FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES
+
+WEBTRANSPORT_PATH = "/nuwa"
+"""Path of the WebTransport session (PROTOCOL.md, first paragraph)."""
+
+PACKET_OVERHEAD_BYTES = 50
+"""QUIC bytes per packet beyond the frame: short header (≤ 1+20+4), AEAD tag
+(16), STREAM frame header (≤ 1+8+8+2 in practice ≤ 13); rounded up
+(RFC 9000 §17.3, §19.8). Used to check that a frame fits the window."""
+
+CC_MODES = ("nuwa", "cubic", "reno", "oracle")
+
+GRANT_FLOOD_CLOSE_CODE = 0x0107
+"""WebTransport session close code (CLOSE_WEBTRANSPORT_SESSION capsule) and QUIC
+application close code for a client that floods datagrams (:class:`.grants.FloodGuard`);
+the value of H3_EXCESSIVE_LOAD (RFC 9114 §8.1), whose meaning it has."""
+
+
+def now_us() -> int:
+    """CLOCK_MONOTONIC in µs: the clock of ``send_time_us`` and of the link emulator."""
+    return time.monotonic_ns() // 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """Effective per-server config, logged once per session (docs/DESIGN.md §10 habit 7).
+
+    Attributes:
+        cc: ``nuwa`` (QUIC cc cubic as the ceiling, grants obeyed), ``cubic`` or
+            ``reno`` (aioquic's own cc; grants parsed and logged, ignored),
+            ``oracle`` (cubic ceiling; grants give only the bytes received, the
+            window comes from the emulator's capacity oracle, see
+            :meth:`ServerContext.on_oracle_report`).
+        content_root: directory served by ``get``; None serves nothing (404).
+        log_dir: per-session JSONL logs go to a subdirectory; None: no logs.
+        frame_payload_bytes: DATA payload per frame, bytes (1200).
+        max_datagram_bytes: QUIC max UDP payload the server sends, bytes.
+        grant_timeout_us: no-grant time before the fallback, µs.
+        initial_window_bytes: grant window before the first grant, bytes.
+    """
+
+    cc: str = "nuwa"
+    content_root: str | None = None
+    log_dir: str | None = None
+    frame_payload_bytes: int = 1200
+    max_datagram_bytes: int = 1350
+    grant_timeout_us: int = 1_000_000
+    initial_window_bytes: int = 12000
+
+    def validate(self) -> SessionConfig:
+        """Return self or raise ValueError naming the bad field."""
+        if self.cc not in CC_MODES:
+            raise ValueError(f"cc must be one of {CC_MODES}, got {self.cc!r}")
+        if not 1 <= self.frame_payload_bytes <= MAX_FRAME_PAYLOAD_BYTES:
+            raise ValueError(
+                f"frame_payload_bytes must be in 1..{MAX_FRAME_PAYLOAD_BYTES}, "
+                f"got {self.frame_payload_bytes}"
+            )
+        if not 1200 <= self.max_datagram_bytes <= 65527:
+            raise ValueError(f"max_datagram_bytes must be in 1200..65527, got "
+                             f"{self.max_datagram_bytes}")
+        self.grant_config().validate()
+        return self
+
+    @property
+    def frame_fits_one_packet(self) -> bool:
+        """Whether a full DATA frame plus QUIC overhead fits one datagram."""
+        return (
+            FRAME_HEADER_BYTES + self.frame_payload_bytes + PACKET_OVERHEAD_BYTES
+            <= self.max_datagram_bytes
+        )
+
+    @property
+    def quic_congestion_control(self) -> str:
+        """aioquic congestion control: the Cubic ceiling (ceiling.py) for nuwa, none for oracle."""
+        if self.cc == "oracle":  # no loss-based ceiling under the oracle (oracle_sender.py)
+            return ORACLE_CC_NAME
+        return CEILING_NAME if self.cc == "nuwa" else self.cc
+
+    def grant_config(self) -> GrantConfig:
+        """The :class:`GrantConfig` this config implies."""
+        return GrantConfig(
+            enforce=self.cc in ("nuwa", "oracle"),
+            initial_window_bytes=self.initial_window_bytes,
+            grant_timeout_us=self.grant_timeout_us,
+            window_from_grants=self.cc != "oracle",
+        )

@@ -1,0 +1,394 @@
+"""The QUIC side: an aioquic connection protocol serving WebTransport sessions.
+
+WebTransport (draft-ietf-webtrans-http3-02, as Chromium speaks it): extended
+CONNECT (RFC 9220) with ``:protocol webtransport`` on ``/nuwa`` gets
+``:status 200`` and ``sec-webtransport-http3-draft: draft02``; other paths
+get 404. Grants arrive as HTTP datagrams (RFC 9297 §2.1, quarter stream id
++ payload) on the session.
+
+Frames leave through the one send loop (:mod:`.send_loop`, which states the
+sending discipline); :class:`QuicFrameTransport` is its view of the connection:
+aioquic's congestion window, bytes in flight, pacer and stream writes.
+
+ACK-only packets raise no QUIC event, so the sender is pumped from
+``transmit()``, which aioquic calls after every received datagram and
+every timer (docs/DESIGN.md §8 "aioquic").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from aioquic.asyncio.protocol import QuicConnectionProtocol, QuicStreamHandler
+from aioquic.buffer import encode_uint_var
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import (
+    DatagramReceived,
+    DataReceived,
+    H3Event,
+    HeadersReceived,
+    WebTransportStreamDataReceived,
+)
+from aioquic.quic.connection import QuicConnection, stream_is_unidirectional
+from aioquic.quic.events import (
+    ConnectionTerminated,
+    ProtocolNegotiated,
+    QuicEvent,
+    StopSendingReceived,
+    StreamReset,
+)
+
+from .ceiling import NuwaCeilingCongestionControl
+from .config import GRANT_FLOOD_CLOSE_CODE, PACKET_OVERHEAD_BYTES, WEBTRANSPORT_PATH, now_us
+from .context import ServerContext
+from .grants import FloodGuard
+from .send_loop import pump
+from .session import NuwaSession
+
+logger = logging.getLogger("nuwa_server.connection")
+
+WT_SESSION_GONE = 0x170D7B68
+"""Stream reset code when the session goes away (draft-ietf-webtrans-http3 §9.5)."""
+
+CLOSE_WEBTRANSPORT_SESSION_CAPSULE = 0x2843
+"""Capsule type (draft-ietf-webtrans-http3-02 §5, RFC 9297 §3.2): u32 code + UTF-8 reason."""
+
+MAX_SESSIONS_PER_CONNECTION = 4
+"""Open WebTransport sessions one QUIC connection may hold; a CONNECT beyond it is refused
+with :data:`TOO_MANY_SESSIONS_STATUS` (the player holds one at a time: SessionManager)."""
+
+TOO_MANY_SESSIONS_STATUS = 429
+"""HTTP status of a CONNECT refused for :data:`MAX_SESSIONS_PER_CONNECTION` (RFC 6585 §4)."""
+
+FLOOD_CONNECTION_CLOSE_DELAY_S = 0.2
+"""After a flood, the QUIC connection is closed this long after the session's close
+capsule, so the capsule can arrive first."""
+
+
+class NuwaProtocol(QuicConnectionProtocol):
+    """aioquic connection protocol: HTTP/3 + WebTransport + the Nuwa sender."""
+
+    def __init__(
+        self,
+        quic: QuicConnection,
+        stream_handler: QuicStreamHandler | None = None,
+        *,
+        context: ServerContext,
+    ) -> None:
+        super().__init__(quic, stream_handler)
+        self._context = context
+        self._config = context.config
+        context.connections += 1
+        context.protocols.append(self)
+        self._conn_index = context.connections
+        self._h3: H3Connection | None = None
+        self._sessions: dict[int, NuwaSession] = {}
+        self._wake_at: float | None = None
+        self._wake_handle: Any = None
+        self._pumping = False
+        self._frames = QuicFrameTransport(self)
+        self._flood = FloodGuard()
+        """Datagrams of all this connection's sessions together (issue 13: opening more
+        sessions must not multiply a connection's grant budget)."""
+        self.flooded = False
+
+    def peer_port(self) -> int | None:
+        """UDP port of the peer (the emulator's socket for one client), None before a path."""
+        paths = self._quic._network_paths
+        return int(paths[0].addr[1]) if paths else None
+
+    def open_sessions(self) -> list[NuwaSession]:
+        """This connection's sessions that are not closed."""
+        return [s for s in self._sessions.values() if not s.closed]
+
+    # ------------------------------------------------------------------ events
+
+    def quic_event_received(self, event: QuicEvent) -> None:
+        """Route QUIC events to HTTP/3 and the sessions; never raises on peer input."""
+        if isinstance(event, ProtocolNegotiated):
+            if event.alpn_protocol in H3_ALPN:
+                self._h3 = H3Connection(self._quic, enable_webtransport=True)
+        elif isinstance(event, ConnectionTerminated):
+            for session in list(self._sessions.values()):
+                session.close(f"connection_terminated:{event.error_code}:{event.reason_phrase}")
+            self._sessions.clear()
+            self._cancel_wake()
+            if self in self._context.protocols:
+                self._context.protocols.remove(self)
+        if self._h3 is not None:
+            for h3_event in self._h3.handle_event(event):
+                self._h3_event_received(h3_event)
+        if isinstance(event, StopSendingReceived | StreamReset):
+            self._on_stream_stopped(event)
+
+    def _on_stream_stopped(self, event: StopSendingReceived | StreamReset) -> None:
+        why = "stop_sending" if isinstance(event, StopSendingReceived) else "reset"
+        session = self._sessions.get(event.stream_id)
+        if session is not None and isinstance(event, StreamReset):
+            self._close_session(session, "connect_stream_reset")
+            return
+        for session in self._sessions.values():
+            if event.stream_id in session.streams:
+                stream = session.streams[event.stream_id]
+                # A reset of the client's half after its request is complete
+                # changes nothing; STOP_SENDING means it wants no more.
+                if why == "stop_sending" or not stream.responding:
+                    session.on_stream_abort(event.stream_id, f"{why}:{event.error_code}")
+                return
+
+    def _h3_event_received(self, event: H3Event) -> None:
+        assert self._h3 is not None
+        if isinstance(event, HeadersReceived):
+            self._on_headers(event)
+        elif isinstance(event, WebTransportStreamDataReceived):
+            session = self._sessions.get(event.session_id)
+            if session is None or stream_is_unidirectional(event.stream_id):
+                self._refuse_stream(event.stream_id)
+                return
+            session.on_stream_data(event.stream_id, event.data, event.stream_ended)
+        elif isinstance(event, DatagramReceived):
+            connection_ok = self._flood.take(now_us())
+            session = self._sessions.get(event.stream_id)
+            if session is not None:
+                session.on_datagram(event.data, connection_flooded=not connection_ok)
+                if session.flooded:
+                    self._close_for_flood(session)
+            elif not connection_ok and not self.flooded:
+                self._close_for_flood(None)
+        elif isinstance(event, DataReceived):
+            session = self._sessions.get(event.stream_id)
+            if session is not None and event.stream_ended:
+                # The client ended the CONNECT stream (possibly after a
+                # CLOSE_WEBTRANSPORT_SESSION capsule): the session is over.
+                self._close_session(session, "client_closed")
+
+    def _on_headers(self, event: HeadersReceived) -> None:
+        assert self._h3 is not None
+        headers = dict(event.headers)
+        method = headers.get(b":method")
+        protocol = headers.get(b":protocol")
+        path = headers.get(b":path", b"").split(b"?", 1)[0].decode("utf-8", "replace")
+        if (method == b"CONNECT" and protocol == b"webtransport" and path == WEBTRANSPORT_PATH
+                and len(self._sessions) >= MAX_SESSIONS_PER_CONNECTION):
+            self._context.sessions_refused += 1
+            logger.warning("connection %d: CONNECT refused with %d: %d sessions open, at most "
+                           "%d per connection", self._conn_index, TOO_MANY_SESSIONS_STATUS,
+                           len(self._sessions), MAX_SESSIONS_PER_CONNECTION)
+            self._h3.send_headers(event.stream_id, [(b":status", str(TOO_MANY_SESSIONS_STATUS)
+                                                     .encode())], end_stream=True)
+        elif method == b"CONNECT" and protocol == b"webtransport" and path == WEBTRANSPORT_PATH:
+            self._h3.send_headers(
+                event.stream_id,
+                [(b":status", b"200"), (b"sec-webtransport-http3-draft", b"draft02")],
+            )
+            start = now_us()
+            name = (
+                time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                + f"-c{self._conn_index}-s{event.stream_id}-{os.getpid()}"
+            )
+            session = NuwaSession(event.stream_id, name, self._config,
+                                  self._context.content_root, start)
+            if self._context.oracle_window_bytes is not None:
+                session.grants.set_window(self._context.oracle_window_bytes)
+            self._sessions[event.stream_id] = session
+            self._context.add_session(session)
+            logger.info("session %s opened (cc=%s)", name, self._config.cc)
+            if self._context.on_session is not None:
+                self._context.on_session(session)
+        else:
+            self._h3.send_headers(event.stream_id, [(b":status", b"404")], end_stream=True)
+
+    def _refuse_stream(self, stream_id: int) -> None:
+        try:
+            self._quic.stop_stream(stream_id, WT_SESSION_GONE)
+            if not stream_is_unidirectional(stream_id):
+                self._quic.reset_stream(stream_id, WT_SESSION_GONE)
+        except Exception:  # noqa: BLE001 - a dead stream is not worth a crash
+            logger.debug("could not refuse stream %d", stream_id, exc_info=True)
+
+    def _close_session(self, session: NuwaSession, reason: str) -> None:
+        for stream_id in session.close(reason):
+            try:
+                self._quic.reset_stream(stream_id, WT_SESSION_GONE)
+            except Exception:  # noqa: BLE001
+                logger.debug("could not reset stream %d", stream_id, exc_info=True)
+        self._sessions.pop(session.session_id, None)
+        if self._h3 is not None:
+            try:
+                self._h3.send_data(session.session_id, b"", end_stream=True)
+            except Exception:  # noqa: BLE001 - the stream may already be closed
+                logger.debug("could not end CONNECT stream", exc_info=True)
+
+    def _close_for_flood(self, session: NuwaSession | None) -> None:
+        """Close a flooding client: every session of the connection with a
+        CLOSE_WEBTRANSPORT_SESSION capsule (code :data:`GRANT_FLOOD_CLOSE_CODE`, reason
+        "grant flood"), then the QUIC connection with the same application error code.
+        ``session`` is the one whose datagram tripped a guard (None: a datagram for no
+        session tripped the connection's guard); it closes as ``grant_flood``, the
+        others as ``connection_grant_flood``."""
+        if self.flooded:
+            return
+        self.flooded = True
+        reason = b"grant flood"
+        payload = GRANT_FLOOD_CLOSE_CODE.to_bytes(4, "big") + reason
+        capsule = encode_uint_var(CLOSE_WEBTRANSPORT_SESSION_CAPSULE) + encode_uint_var(
+            len(payload)) + payload
+        others = [s for s in self._sessions.values() if s is not session]
+        for s in [session, *others] if session is not None else others:
+            if self._h3 is not None:
+                try:
+                    self._h3.send_data(s.session_id, capsule, end_stream=False)
+                except Exception:  # noqa: BLE001 - the stream may already be closed
+                    logger.debug("could not send the close capsule", exc_info=True)
+            self._close_session(s, "grant_flood" if s is session else "connection_grant_flood")
+        self.transmit()
+        self._loop.call_later(FLOOD_CONNECTION_CLOSE_DELAY_S, self._close_connection_for_flood)
+
+    def _close_connection_for_flood(self) -> None:
+        self._quic.close(error_code=GRANT_FLOOD_CLOSE_CODE, reason_phrase="grant flood")
+        self.transmit()
+
+    def close_all(self, reason: str) -> None:
+        """Close every session (server shutdown) and the connection."""
+        for session in list(self._sessions.values()):
+            self._close_session(session, reason)
+        self.close()
+
+    # ------------------------------------------------------------------ sending
+
+    def transmit(self) -> None:
+        """Write the frames that can leave now (:func:`.send_loop.pump`), then let aioquic
+        send (see module doc)."""
+        if not self._pumping:
+            self._pumping = True
+            try:
+                result = pump(self._sessions.values(), self._frames,
+                              self._config.frame_payload_bytes)
+                if result.grant_wake_us is not None:
+                    self._wake(result.grant_wake_us / 1e6)  # loop time is CLOCK_MONOTONIC
+                if result.pacer_wake_s is not None:
+                    self._wake(result.pacer_wake_s)
+            except Exception:  # noqa: BLE001 - never let the sender kill the connection
+                logger.exception("pump failed")
+            finally:
+                self._pumping = False
+        super().transmit()
+        if self._sessions:
+            # Departure check: frame bytes never sent after this transmit() (held
+            # by cwnd, pacing or flow control) were stamped before departure.
+            # Retransmissions are counted apart: their frames' stamps are old by
+            # nature (RFC 9002 §6 loss recovery).
+            new_bytes = unsent_new_bytes(self._quic)
+            retransmit = new_bytes == 0 and unsent_bytes(self._quic) > 0
+            if new_bytes or retransmit:
+                for session in self._sessions.values():
+                    stats = session.departure
+                    if new_bytes:
+                        stats.transmits_with_unsent_new_bytes += 1
+                        stats.max_unsent_new_bytes = max(stats.max_unsent_new_bytes, new_bytes)
+                    else:
+                        stats.transmits_with_retransmit_backlog += 1
+
+    def _wake(self, at: float) -> None:
+        """Call transmit() at loop time ``at`` (s, CLOCK_MONOTONIC), keeping the earliest."""
+        if self._wake_at is not None and self._wake_at <= at:
+            return
+        self._cancel_wake()
+        self._wake_at = at
+        self._wake_handle = self._loop.call_at(at, self._on_wake)
+
+    def _on_wake(self) -> None:
+        self._wake_at = None
+        self._wake_handle = None
+        self.transmit()
+
+    def _cancel_wake(self) -> None:
+        if self._wake_handle is not None:
+            self._wake_handle.cancel()
+        self._wake_handle = None
+        self._wake_at = None
+
+
+def unsent_new_bytes(quic: QuicConnection) -> int:
+    """Stream bytes queued in aioquic and never sent yet (no retransmissions)."""
+    total = 0
+    for stream in quic._streams.values():
+        sender = stream.sender
+        if not sender.buffer_is_empty:
+            total += sender._buffer_stop - sender.highest_offset
+    return total
+
+
+def unsent_bytes(quic: QuicConnection) -> int:
+    """Stream bytes queued in aioquic but not yet sent (incl. retransmissions)."""
+    total = 0
+    for stream in quic._streams.values():
+        sender = stream.sender
+        if not sender.buffer_is_empty:
+            for r in sender._pending:
+                total += r.stop - r.start
+    return total
+
+
+class QuicFrameTransport:
+    """The send loop's view of one QUIC connection (:class:`.send_loop.FrameTransport`).
+
+    Each frame is handed to aioquic and flushed to the socket before the next is
+    considered, so it travels in its own packet(s) and its stamp precedes its departure
+    by the time to build the packet. A frame may go only if nothing is queued unsent
+    ahead of it (flow control, retransmissions) and it fits the congestion window
+    (RFC 9002 §7), and aioquic's pacer has a packet's budget (RFC 9002 §7.7).
+    """
+
+    def __init__(self, protocol: NuwaProtocol) -> None:
+        self._protocol = protocol
+        self._quic = protocol._quic
+
+    def can_send(self, frame_bytes: int) -> bool:
+        """Nothing queued ahead and bytes in flight + frame + packet overhead ≤ cwnd."""
+        loss = self._quic._loss
+        return not unsent_bytes(self._quic) and (
+            loss.bytes_in_flight + frame_bytes + PACKET_OVERHEAD_BYTES
+            <= loss.congestion_window)
+
+    def bytes_in_flight(self) -> int:
+        """aioquic's bytes in flight (RFC 9002 §B.2), bytes."""
+        return int(self._quic._loss.bytes_in_flight)
+
+    def ceiling_bytes(self) -> int:
+        """aioquic's congestion window (the Cubic ceiling under ``--cc nuwa``), bytes."""
+        return int(self._quic._loss.congestion_window)
+
+    def pacer_wait(self) -> float | None:
+        """aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0."""
+        pacer = self._quic._loss._pacer
+        if pacer.packet_time is None:
+            return None
+        loop_now = self._protocol._loop.time()
+        pacer.update_bucket(now=loop_now)
+        if pacer.bucket_time <= 0:
+            return float(loop_now + pacer.packet_time)
+        return None
+
+    def window_limited(self) -> None:
+        """Tell the Cubic ceiling its window is in use (:mod:`.ceiling`); other cc: nothing."""
+        cc = self._quic._loss._cc
+        if isinstance(cc, NuwaCeilingCongestionControl):
+            cc.on_window_limited()
+
+    def write(self, stream_id: int, data: bytes, fin: bool) -> bool:
+        """Queue the frame on its stream and flush the connection's datagrams to the socket.
+
+        Raises:
+            Exception: aioquic refused the stream data (stream reset or stopped).
+        """
+        try:
+            self._quic.send_stream_data(stream_id, data, end_stream=fin)
+        finally:
+            loop = self._protocol._loop
+            for datagram, addr in self._quic.datagrams_to_send(now=loop.time()):
+                self._protocol._transport.sendto(datagram, addr)  # type: ignore[union-attr]
+        return True
