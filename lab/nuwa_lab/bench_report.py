@@ -721,7 +721,8 @@ def _plt() -> Any:
     return plt
 
 
-COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_raw": "C5", "oracle": "k", "cubic": "C3", "reno": "C1",
+COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_raw": "C5", "oracle": "k", "cubic": "C3",
+          "reno": "C1",
           "dashjs": "C3",
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "aimd": "C3"}
