@@ -228,9 +228,9 @@ export interface NuwaMpcOptions {
 
 /**
  * One MPC decision (mpc.ts) from the rule's inputs: the ladder (real rungs), Nuwa's estimate
- * and basis, the buffer and the history. Before any capacity measurement the floor is the
- * window the controller grants per RTT (what the flow can get right now). Pure but for
- * reading the controller. Returns the representation, the throughput planned with, and why.
+ * and basis, the buffer and the history. Before any segment and any capacity measurement
+ * the plan starts on the app-limited estimate (lowest rung, quickest start-up). Pure but for
+ * reading the controller's min RTT. Returns the representation, the throughput planned with, and why.
  */
 export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_kbps: number, basis: string, buffer_s: number, history: MpcHistory, o: NuwaMpcOptions): { rep: RepresentationLike; budget_kbps: number; why: string; predicted_kbps: number } {
   const sorted = [...reps].sort((a, b) => a.bitrateInKbit! - b.bitrateInKbit!);
@@ -238,10 +238,7 @@ export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_k
   const c = src.controller();
   const rtt_us = c?.minRttSampleUs ?? Number.NaN;
   const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
-  const e = c ? c.estimate(src.now_us()) : null;
-  let est = Number.isFinite(est_kbps) ? est_kbps : 0;
-  if (basis !== "busy_period" && e && e.window_rate_bps > 0) est = Math.max(est, e.window_rate_bps / 1000); // the window granted per RTT: reachable now
-  const rob = robustThroughputKbps(est, basis, history, rtt_s);
+  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, basis, history, rtt_s);
   history.next_predicted_kbps = basis === "busy_period" ? rob.predicted_kbps : Number.NaN; // errors are scored on capacity predictions only
   const last = history.samples.at(-1);
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;

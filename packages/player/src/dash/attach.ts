@@ -13,7 +13,7 @@ import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind 
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
 import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputOverride } from "./abr.js";
 import { makeNuwaLoader } from "./loader.js";
-import { MpcHistory } from "./mpc.js";
+import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
 import { attachRlTuner } from "./rl.js";
 
 /** Target-delay presets per application, ms (docs/DESIGN.md §2: Td per application). */
@@ -100,6 +100,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   const { tuner, model, tuner_options, ...cc_in } = o.cc ?? {};
   if (tuner !== undefined && tuner !== "fixed" && tuner !== "rl") throw new TypeError(`attachNuwa: cc.tuner must be "fixed" or "rl", got ${String(tuner)}`);
   if (tuner === "rl" && !(typeof model === "string" || model instanceof Uint8Array)) throw new TypeError('attachNuwa: cc.tuner "rl" needs cc.model (the .onnx URL or bytes)');
+  const abr = o.abr ?? "nuwa";
+  if (abr !== "nuwa" && abr !== "nuwa_rule" && abr !== "dashjs") throw new TypeError(`attachNuwa: abr must be "nuwa", "nuwa_rule" or "dashjs", got ${String(abr)}`);
   let attachment: NuwaAttachment | null = null;
   const rl =
     tuner === "rl"
@@ -160,8 +162,6 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   } else {
     own_throughput.get = (type) => (player.getAverageThroughput ? player.getAverageThroughput(type) : Number.NaN);
   }
-  const abr = o.abr ?? "nuwa";
-  if (abr !== "nuwa" && abr !== "nuwa_rule" && abr !== "dashjs") throw new TypeError(`attachNuwa: abr must be "nuwa", "nuwa_rule" or "dashjs", got ${String(abr)}`);
   if (abr !== "dashjs") {
     const SwitchRequest = dashjs.FactoryMaker.getClassFactoryByName("SwitchRequest");
     const rule = makeNuwaAbrRule(
@@ -180,7 +180,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         abr: { rules: { throughputRule: off, bolaRule: off, insufficientBufferRule: off, switchHistoryRule: off, droppedFramesRule: off, abandonRequestsRule: off, l2ARule: off, loLPRule: off } },
         // Fast switching replaces buffered segments after an up-switch: it re-downloaded up to
         // half of the bytes in our runs (docs/DESIGN.md §8) and keeps the buffer near empty.
-        buffer: { fastSwitchEnabled: false },
+        // The MPC plans with a 30 s buffer target (mpc.ts MPC_DEFAULTS.buffer_cap_s); the older rule keeps dash.js's 12 s.
+        buffer: { fastSwitchEnabled: false, ...(abr === "nuwa" ? { bufferTimeDefault: MPC_DEFAULTS.buffer_cap_s } : {}) },
       },
     });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));

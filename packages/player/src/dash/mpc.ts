@@ -199,8 +199,12 @@ export const MPC_DEFAULTS = {
   horizon: 5,
   /** Cap on the estimate's relative error in the lower bound (RobustMPC divides by 1 + error). */
   max_error: 1,
-  /** dash.js's bufferTimeAtTopQuality default, s: the player stops filling there (30 s) or at bufferTimeDefault (12 s) below the top rung. */
-  buffer_cap_s: 12,
+  /**
+   * The buffer target, s: attachNuwa sets dash.js's bufferTimeDefault to it for the MPC (dash.js's
+   * default is 12 s below the top rung, 30 s at it). A VOD player with a deeper buffer rides out
+   * dips on a higher rung: the offline optimum (abr_optimum.py) fills far ahead on the traces.
+   */
+  buffer_cap_s: 30,
 } as const;
 
 /**
