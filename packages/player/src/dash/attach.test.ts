@@ -104,9 +104,9 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
     return { player, dashjs, calls };
   }
   const buffer = (calls: { method: string; args: unknown[] }[]) =>
-    (calls.find((c) => c.method === "updateSettings")?.args[0] as { streaming: { buffer: Record<string, unknown> } }).streaming.buffer;
+    (calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: { buffer: Record<string, unknown> } }).streaming.buffer;
 
-  it("abr nuwa: 30 s buffer target, and a completed video segment (via the loader) drives the rule's decision", () => {
+  it("abr nuwa: 30 s buffer target; before any estimate the rule leaves the choice to dash.js", () => {
     vi.stubGlobal("WebTransport", undefined);
     vi.stubGlobal("WebSocket", undefined);
     const { player, dashjs, calls } = recording();
@@ -116,7 +116,7 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
     const rule = calls.find((c) => c.method === "addABRCustomRule")!.args[2] as (this: { context: unknown }) => { getSwitchRequest(r: unknown): { representation?: { bitrateInKbit: number } } };
     const reps = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000].map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
     const ctx = { getMediaInfo: () => ({}), getMediaType: () => "video", getRepresentation: () => reps[0], getAbrController: () => ({ getOptimalRepresentationForBitrate: () => null, getPossibleVoRepresentationsFilteredBySettings: () => reps }) };
-    // no session, so no estimate: the rule leaves the choice to dash.js until a segment completes
+    // no session, so no estimate yet
     expect(rule.call({ context: {} }).getSwitchRequest(ctx).representation).toBeUndefined();
     a.close();
   });
