@@ -239,7 +239,7 @@ export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_k
   const rtt_us = c?.minRttSampleUs ?? Number.NaN;
   const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
   const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, basis, history, rtt_s);
-  history.next_predicted_kbps = basis === "busy_period" ? rob.predicted_kbps : Number.NaN; // errors are scored on capacity predictions only
+  history.next_predicted_kbps = basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
   const last = history.samples.at(-1);
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
   const seg_s = Number.isFinite(sorted[0]!.segmentDuration) && sorted[0]!.segmentDuration! > 0 ? sorted[0]!.segmentDuration! : Number.isFinite(last?.segment_s) && last!.segment_s > 0 ? last!.segment_s : 2;
@@ -261,6 +261,6 @@ export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_k
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,
     predicted_kbps: rob.predicted_kbps,
-    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}`,
+    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}`,
   };
 }

@@ -92,13 +92,18 @@ describe("mpcPlan (RobustMPC search)", () => {
 });
 
 describe("robustThroughputKbps and MpcHistory", () => {
-  it("divides a capacity prediction by 1 + the max recent error (RobustMPC §5)", () => {
+  it("predicts capacity × the flow's measured share, divided by 1 + the max recent error (RobustMPC §5)", () => {
     const h = new MpcHistory();
-    // realized: 1 MB in 1.05 s less 0.05 s RTT = 8000 kbit/s; predicted 10000 → error 0.25
+    // before any segment: the prior share (0.6) and the prior error (0.25)
+    expect(robustThroughputKbps(10000, "busy_period", h, 0.05).kbps).toBeCloseTo((10000 * 0.6) / 1.25, 6);
+    // realized 8000 and 6000 kbit/s (1 MB and 0.75 MB in 1.05 s less a 0.05 s RTT) on a 10000 kbit/s capacity estimate
     h.add({ bytes: 1_000_000, duration_s: 1.05, bitrate_kbps: 4000, segment_s: 2, predicted_kbps: 10000 });
+    h.add({ bytes: 750_000, duration_s: 1.05, bitrate_kbps: 3000, segment_s: 2, predicted_kbps: 10000 });
     const r = robustThroughputKbps(10000, "busy_period", h, 0.05);
-    expect(r.error).toBeCloseTo(0.25, 6);
-    expect(r.kbps).toBeCloseTo(8000, 6);
+    expect(r.share).toBeCloseTo(0.7, 6); // median of 0.8 and 0.6
+    expect(r.predicted_kbps).toBeCloseTo(7000, 6);
+    expect(r.error).toBeCloseTo(1000 / 6000, 6); // |7000 − 6000| / 6000 beats |7000 − 8000| / 8000
+    expect(r.kbps).toBeCloseTo(6000, 6);
     expect(h.sizeRatio()).toBeCloseTo(1, 6);
   });
 
@@ -108,7 +113,7 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const r = robustThroughputKbps(33, "delivery_rate", h, 0.05);
     expect(r.error).toBe(0);
     expect(r.kbps).toBeCloseTo((75_000 * 8) / 1000 / 0.04, 6);
-    expect(robustThroughputKbps(33, "busy_period", h, 0.05).kbps).toBe(33);
+    expect(robustThroughputKbps(33, "busy_period", h, 0.05).kbps).toBeCloseTo((33 * 0.6) / 1.25, 6); // a capacity figure: prior share and error
   });
 
   it("decideMpc: jumps to the top rung once one small segment shows a fast link (the 5G start-up of the old rule took 5 segments)", () => {

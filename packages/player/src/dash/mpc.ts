@@ -146,14 +146,14 @@ export interface SegmentSample {
   bitrate_kbps: number;
   /** Segment duration, s (NaN when unknown). */
   segment_s: number;
-  /** Nuwa's estimate when the request left, kbit/s (NaN when none). */
+  /** Nuwa's capacity estimate when the request left, kbit/s (busy-period basis only; NaN otherwise). */
   predicted_kbps: number;
 }
 
 /** What the MPC rule keeps between decisions (one per media type). */
 export class MpcHistory {
   readonly samples: SegmentSample[] = [];
-  /** The prediction made at the last decision (kbit/s; NaN when it was not a capacity measurement): the next sample's `predicted_kbps`. */
+  /** Nuwa's capacity estimate at the last decision (kbit/s; NaN when not on a busy-period basis): the next sample's `predicted_kbps`. */
   next_predicted_kbps = Number.NaN;
   /** Keep this many recent samples. */
   constructor(readonly keep = 5) {}
@@ -176,17 +176,6 @@ export class MpcHistory {
     return this.samples.length / this.samples.reduce((a, s) => a + 1 / MpcHistory.realizedKbps(s, rtt_s), 0);
   }
 
-  /** Max relative error |predicted − realized| ÷ realized over the samples with a prediction (0 without). */
-  maxError(rtt_s: number): number {
-    let e = 0;
-    for (const s of this.samples) {
-      if (!(s.predicted_kbps > 0)) continue;
-      const real = MpcHistory.realizedKbps(s, rtt_s);
-      e = Math.max(e, Math.abs(s.predicted_kbps - real) / real);
-    }
-    return e;
-  }
-
   /** Mean ratio of real bytes to nominal (bitrate × duration), 1 without samples. */
   sizeRatio(): number {
     const r = this.samples.filter((s) => s.bitrate_kbps > 0 && s.segment_s > 0).map((s) => (s.bytes * 8) / 1000 / (s.bitrate_kbps * s.segment_s));
@@ -205,21 +194,57 @@ export const MPC_DEFAULTS = {
    * dips on a higher rung: the offline optimum (abr_optimum.py) fills far ahead on the traces.
    */
   buffer_cap_s: 30,
+  /**
+   * Share of Nuwa's capacity estimate a segment download gets before any is measured. Measured
+   * end to end (out/bench/s7-abr-dev1, Verizon LTE, grants): the realized segment throughput was
+   * 0.55–0.8 of the busy-period capacity (request RTT, the window's ramp after each idle gap, audio
+   * beside video); 0.6 is the low end.
+   */
+  flow_share_prior: 0.6,
+  /** Relative error assumed until two segments have scored the predictor. */
+  error_prior: 0.25,
 } as const;
 
 /**
- * The throughput the MPC plans with, kbit/s (the robust lower bound), and how it was formed.
- * - Nuwa's estimate on a busy-period basis is the capacity the flow measured while backlogged:
- *   it is the prediction; an app-limited basis (delivery_rate, window_per_rtt) is only a floor
- *   (the link was not kept busy), so the realized segment throughput raises it.
- * - The prediction is divided by 1 + the max relative error of past predictions against the
- *   realized throughput of the segment that followed (RobustMPC §5), capped at `max_error`.
+ * Share of Nuwa's capacity estimate the flow got: median over the samples with a capacity
+ * estimate of realized ÷ capacity, within [0.2, 1]; `MPC_DEFAULTS.flow_share_prior` without any.
  */
-export function robustThroughputKbps(estimate_kbps_in: number, basis: string, history: MpcHistory, rtt_s: number, max_error: number = MPC_DEFAULTS.max_error): { kbps: number; predicted_kbps: number; error: number } {
+export function flowShare(history: MpcHistory, rtt_s: number): number {
+  const r = history.samples.filter((s) => s.predicted_kbps > 0).map((s) => MpcHistory.realizedKbps(s, rtt_s) / s.predicted_kbps);
+  if (r.length === 0) return MPC_DEFAULTS.flow_share_prior;
+  r.sort((a, b) => a - b);
+  const mid = r.length % 2 === 1 ? r[(r.length - 1) / 2]! : (r[r.length / 2 - 1]! + r[r.length / 2]!) / 2;
+  return Math.min(1, Math.max(0.2, mid));
+}
+
+/**
+ * The throughput the MPC plans with, kbit/s (the robust lower bound), and how it was formed.
+ * - On a busy-period basis Nuwa's estimate is the link's capacity; what a segment download
+ *   gets under the window we grant is a share of it (flowShare: measured per segment), so the
+ *   prediction is capacity × share — the figure the flow can actually get, not the raw capacity.
+ * - An app-limited basis (delivery_rate, window_per_rtt) is only a floor (the link was not kept
+ *   busy): the realized segment throughput (harmonic mean, RobustMPC §5) raises it.
+ * - The prediction is divided by 1 + the max relative error of that predictor on the recent
+ *   segments (RobustMPC §5), capped at `max_error`; `error_prior` until two segments scored it.
+ */
+export function robustThroughputKbps(estimate_kbps_in: number, basis: string, history: MpcHistory, rtt_s: number, max_error: number = MPC_DEFAULTS.max_error): { kbps: number; predicted_kbps: number; error: number; share: number } {
   const estimate_kbps = Number.isFinite(estimate_kbps_in) ? estimate_kbps_in : 0;
   const realized = history.harmonicKbps(rtt_s);
-  let predicted = estimate_kbps;
-  if (basis !== "busy_period" || !(estimate_kbps > 0)) predicted = Math.max(estimate_kbps, 0, Number.isFinite(realized) ? realized : 0); // NaN-safe: Math.max(NaN, …) is NaN
-  const error = Math.min(max_error, history.maxError(rtt_s));
-  return { kbps: predicted / (1 + error), predicted_kbps: predicted, error };
+  if (basis !== "busy_period" || !(estimate_kbps > 0)) {
+    const predicted = Math.max(estimate_kbps, Number.isFinite(realized) ? realized : 0);
+    return { kbps: predicted, predicted_kbps: predicted, error: 0, share: 1 };
+  }
+  const share = flowShare(history, rtt_s);
+  const scored = history.samples.filter((s) => s.predicted_kbps > 0);
+  let error: number = MPC_DEFAULTS.error_prior;
+  if (scored.length >= 2) {
+    error = 0;
+    for (const s of scored) {
+      const real = MpcHistory.realizedKbps(s, rtt_s);
+      error = Math.max(error, Math.abs(share * s.predicted_kbps - real) / real);
+    }
+  }
+  error = Math.min(max_error, error);
+  const predicted = estimate_kbps * share;
+  return { kbps: predicted / (1 + error), predicted_kbps: predicted, error, share };
 }
