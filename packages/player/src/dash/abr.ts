@@ -238,8 +238,11 @@ export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_k
   const c = src.controller();
   const rtt_us = c?.minRttSampleUs ?? Number.NaN;
   const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
-  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, basis, history, rtt_s);
-  history.next_predicted_kbps = basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
+  // A capacity figure once the controller has measured a busy period: its estimate is then
+  // max(busy-period rate, 500 ms delivery rate) whichever basis it names (controller.ts estimate).
+  const capacity_basis = basis === "busy_period" || Number.isFinite(c?.estimate(src.now_us()).busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
+  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s);
+  history.next_predicted_kbps = capacity_basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
   const last = history.samples.at(-1);
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
   const seg_s = Number.isFinite(sorted[0]!.segmentDuration) && sorted[0]!.segmentDuration! > 0 ? sorted[0]!.segmentDuration! : Number.isFinite(last?.segment_s) && last!.segment_s > 0 ? last!.segment_s : 2;

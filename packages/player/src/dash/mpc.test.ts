@@ -124,4 +124,14 @@ describe("robustThroughputKbps and MpcHistory", () => {
     h.add({ bytes: 75_000, duration_s: 0.08, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
     expect(decideMpc(src, reps, 742, "delivery_rate", 1.9, h, { history: () => h }).rep.bitrateInKbit).toBe(8000);
   });
+
+  it("decideMpc: a delivery-rate basis after a measured busy period is still a capacity figure (share and error apply)", () => {
+    const h = new MpcHistory();
+    const controller = { minRttSampleUs: 50_000, estimate: () => ({ busy_rate_bps: 18e6 }) };
+    const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+    const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
+    const d = decideMpc(src, reps, 20000, "delivery_rate", 10, h, { history: () => h });
+    expect(d.budget_kbps).toBeCloseTo((20000 * 0.6) / 1.25, 6);
+    expect(h.next_predicted_kbps).toBe(20000);
+  });
 });
