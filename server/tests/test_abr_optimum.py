@@ -10,8 +10,10 @@ from nuwa_server.abr_optimum import (
     Capacity,
     Ladder,
     brute_force_qoe,
+    load_ladder,
     optimum_qoe,
     qoe_of_sequence,
+    run_optimum,
 )
 
 
@@ -74,3 +76,39 @@ def test_coarse_dp_is_a_close_lower_bound(seed: int) -> None:
     assert coarse <= exact + 1e-9
     assert coarse >= exact - 0.25
     assert qoe_of_sequence(cap, ladder, path, 1.0, 25.0) == pytest.approx(coarse, abs=1e-9)
+
+
+MPD = """<?xml version="1.0" encoding="utf-8"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static">
+ <Period id="0">
+  <AdaptationSet id="0" contentType="video">
+   <Representation id="1" bandwidth="750000"><SegmentTemplate timescale="1000" duration="2000"
+    initialization="init-$RepresentationID$.m4s" media="seg-$RepresentationID$-$Number%05d$.m4s"
+    startNumber="1"/></Representation>
+   <Representation id="0" bandwidth="300000"><SegmentTemplate timescale="1000" duration="2000"
+    initialization="init-$RepresentationID$.m4s" media="seg-$RepresentationID$-$Number%05d$.m4s"
+    startNumber="1"/></Representation>
+  </AdaptationSet>
+  <AdaptationSet id="1" contentType="audio">
+   <Representation id="2" bandwidth="96000"><SegmentTemplate timescale="1000" duration="2000"
+    initialization="init-$RepresentationID$.m4s" media="seg-$RepresentationID$-$Number%05d$.m4s"
+    startNumber="1"/></Representation>
+  </AdaptationSet>
+ </Period>
+</MPD>
+"""
+
+
+def test_load_ladder_and_run_optimum(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "manifest.mpd").write_text(MPD)
+    for rid, size in (("0", 75_000), ("1", 187_500), ("2", 24_000)):
+        for n in range(1, 12):  # 11 > 9: sorted by number, not by name
+            (tmp_path / f"seg-{rid}-{n:05d}.m4s").write_bytes(b"x" * (size + n))
+    ladder = load_ladder(tmp_path)
+    assert ladder.bitrates_kbps == (300.0, 750.0)  # ascending, whatever the MPD's order
+    assert ladder.segment_s == 2.0
+    assert ladder.video_bytes[1][10] == 187_511 and ladder.audio_bytes[0] == 24_001
+    # 12 Mbit/s (one packet per ms) in log time from 1000 ms; the run starts at log 1000 ms
+    o = run_optimum(list(range(1000, 80_000)), 1000.0, tmp_path, 5, 0.5, 25.0)
+    assert o["path_kbps"] == [750.0] * 5
+    assert o["qoe_per_chunk"] == pytest.approx(0.75)
