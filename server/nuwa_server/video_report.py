@@ -115,15 +115,24 @@ def issue15_targets(cells: CellsLike, q: int, bulk_oracle_p95: dict[str, float] 
         return statistics.fmean(xs) if xs else None
 
     nq, dq = mean("nuwa", "qoe", traces), mean("dashjs", "qoe", traces)
-    ratios = {t: (cell(cells, t, "nuwa", q, "qoe") or 0) / d
-              for t in traces if (d := cell(cells, t, "dashjs", q, "qoe"))}
+    pairs = {t: (cell(cells, t, "nuwa", q, "qoe") or 0.0,
+                 cell(cells, t, "dashjs", q, "qoe") or 0.0) for t in traces}
+
+    def trace_ok(n: float, d: float) -> bool:
+        # a ratio means nothing against a QoE ≤ 0 (rebuffering dominates): then Nuwa must not be lower
+        return n >= 0.95 * d if d > 0 else n >= d
+
+    def trace_fig(t: str, n: float, d: float) -> str:
+        return f"{t} {n / d:.2f}×" if d > 0 else f"{t} {n:.2f} vs {d:.2f}"
+
     ok1 = None if nq is None or dq is None or dq <= 0 else nq >= 1.15 * dq
     out.append(["Mean QoE ≥ 1.15× dash.js default's",
                 f"{_f(nq)} vs {_f(dq)} ({_f(nq / dq if nq is not None and dq else None)}×) "
                 f"over {len(traces)} traces", _verdict(ok1)])
-    ok2 = None if not ratios else all(r >= 0.95 for r in ratios.values())
+    ok2 = None if not pairs else all(trace_ok(n, d) for n, d in pairs.values())
     out.append(["No trace below 0.95× dash.js default's QoE",
-                ", ".join(f"{t} {r:.2f}×" for t, r in ratios.items()) or "–", _verdict(ok2)])
+                ", ".join(trace_fig(t, n, d) for t, (n, d) in pairs.items()) or "–",
+                _verdict(ok2)])
     opt = mean("nuwa", "opt", traces)
     frac = mean("nuwa", "frac", traces)
     ok3 = None if nq is None or not opt else nq >= 0.85 * opt

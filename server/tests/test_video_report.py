@@ -56,3 +56,12 @@ def test_targets_missed() -> None:
     assert v[fed] == "**missed**"
     # 80 ms > max(50, 1.2 × 60 = 72)
     assert v["Queuing delay while streaming p95 ≤ max(50 ms, 1.2× oracle's bulk)"] == "**missed**"
+
+
+def test_a_trace_where_dashjs_qoe_is_negative_compares_values_not_ratios() -> None:
+    runs = [play("u3g", "3G", "nuwa", 0.5, 1.0), play("u3g", "3G", "dashjs", -4.0, 1.0),
+            play("b4g", "LTE-Saturator", "nuwa", 3.0, 4.0),
+            play("b4g", "LTE-Saturator", "dashjs", 2.0, 4.0)]
+    assert verdicts(runs)["No trace below 0.95× dash.js default's QoE"] == "met"
+    runs[0] = play("u3g", "3G", "nuwa", -5.0, 1.0)
+    assert verdicts(runs)["No trace below 0.95× dash.js default's QoE"] == "**missed**"
