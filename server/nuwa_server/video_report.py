@@ -119,7 +119,7 @@ def issue15_targets(cells: CellsLike, q: int, bulk_oracle_p95: dict[str, float] 
                  cell(cells, t, "dashjs", q, "qoe") or 0.0) for t in traces}
 
     def trace_ok(n: float, d: float) -> bool:
-        # a ratio means nothing against a QoE ≤ 0 (rebuffering dominates): then Nuwa must not be lower
+        # no ratio against a QoE ≤ 0 (stalls dominate): then Nuwa must not be lower
         return n >= 0.95 * d if d > 0 else n >= d
 
     def trace_fig(t: str, n: float, d: float) -> str:
