@@ -64,6 +64,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate">> 
   dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
   dashjs_nuwa_estimate: { mode: "control", abr: "dashjs", estimate: "nuwa" },
   nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
+  nuwa_rule: { mode: "control", abr: "nuwa_rule", estimate: "nuwa" },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };

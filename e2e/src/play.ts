@@ -21,16 +21,18 @@ const execFileP = promisify(execFile);
  *   untouched; only the loader carries its requests over the session) over the server's cubic;
  * `dashjs_grants`: the same dash.js over Nuwa's grants (the controller grants the window);
  * `dashjs_nuwa_estimate`: dash.js's rules fed Nuwa's estimate (ThroughputController), grants;
- * `nuwa`: Nuwa's ABR rule on Nuwa's estimate, grants;
+ * `nuwa`: Nuwa's ABR (MPC, packages/player/src/dash/mpc.ts) on Nuwa's estimate, grants;
  * `nuwa_cubic`: Nuwa's ABR rule on Nuwa's estimate (observing) over the server's cubic, no grants.
  */
 export const PLAY_LADDER = ["dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"] as const;
 /** Old names, still accepted: `cubic` = `dashjs`, `observe` = `nuwa_cubic`. */
 export const PLAY_ALIASES = { cubic: "dashjs", observe: "nuwa_cubic" } as const;
-export type PlayScheme = (typeof PLAY_LADDER)[number] | keyof typeof PLAY_ALIASES;
-export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, "cubic", "observe"];
+export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof typeof PLAY_ALIASES;
+/** Outside the ladder: `nuwa_rule`, the earlier Nuwa rule (estimate × safety factor) with grants, for comparison. */
+export const PLAY_EXTRA = ["nuwa_rule"] as const;
+export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe"];
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa"];
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule"];
 
 export interface PlayOptions {
   trace: string;
@@ -100,7 +102,7 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     browser = null;
     await stopAll();
     if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
-    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms)], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms), "--content-dir", content_dir], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
     const summary = JSON.parse(stdout) as Record<string, unknown>;
     const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
     summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };
@@ -124,6 +126,7 @@ export function describePlay(s: Record<string, unknown>, out_dir: string): strin
     `  played ${n(s.media_played_s)} s of video, startup ${n(s.startup_s, 2)} s`,
     `  mean bitrate ${n(s.bitrate_kbps_mean, 0)} kbit/s, ${s.switches} switches, rebuffering ${n(s.rebuffer_s, 2)} s in ${s.rebuffer_count} stalls`,
     `  QoE per chunk ${n(s.qoe_per_chunk, 2)} over ${s.chunks} played chunks (Pensieve linear: Mbit/s − 4.3·rebuffer s − |Δ Mbit/s|); re-downloaded ${n(Number(s.redownloaded_bytes) / 1e6, 2)} MB, ${s.abandoned_requests} abandoned requests (${n(Number(s.abandoned_bytes) / 1e6, 2)} MB)`,
+    `  QoE ${n(s.qoe_per_chunk, 2)} = ${typeof s.qoe_fraction === "number" ? `${(100 * s.qoe_fraction).toFixed(0)}%` : "n/a"} of the offline optimum ${n(s.qoe_optimum, 2)} (this run's capacity, real segment sizes and start-up known in advance; lab/nuwa_lab/abr_optimum.py)`,
     `  queuing delay at the bottleneck p50 ${n(q.p50, 0)} ms, p95 ${n(q.p95, 0)} ms; utilization while downloading ${n(s.utilization, 2)}`,
     `  estimate error vs real capacity (median over the same 1 s bins, both sampled at the same instants): Nuwa ${n(100 * e.nuwa, 0)}%, dash.js ${n(100 * e.dashjs, 0)}%`,
     `  files: ${out_dir}/summary.json, ${out_dir}/report.png`,

@@ -37,6 +37,7 @@ from typing import Any
 
 from .emulator.analysis import parse_log
 from .emulator.mmlog import read_sidecar, server_send_us_to_log_ms
+from .video_report import issue15_section
 
 BIN_MS = 100
 """Time-series bin, ms."""
@@ -1147,6 +1148,9 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
         md += ["Means across traces:", ""]
         md += table(["scheme", "QoE", "rebuffer", "err Nuwa", "err dash.js"], mean_rows)
         md += ladder_section(cells, q)
+        oracle = {t: p for t in cells.traces("bulk")
+                  if (p := cells.get("bulk", t, "oracle", q, "p95")) is not None}
+        md += issue15_section(cells, q, oracle or None)
     # simulator
     sim = index.get("sim") or []
     if sim:

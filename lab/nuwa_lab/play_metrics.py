@@ -169,8 +169,14 @@ def estimate_error(
     return {"nuwa": _pct(err_nuwa, 50), "dashjs": _pct(err_dash, 50), "bins": len(err_nuwa)}, means
 
 
-def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> dict[str, Any]:
-    """Summary of a playback run directory (``emulator.log`` + sidecar, ``page.json``)."""
+def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float,
+                 content_dir: Path | None = None) -> dict[str, Any]:
+    """Summary of a playback run directory (``emulator.log`` + sidecar, ``page.json``).
+
+    With ``content_dir`` (the DASH content played) the summary also holds ``qoe_optimum``
+    (abr_optimum.run_optimum: the offline optimum on this run's capacity, sizes and start-up)
+    and ``qoe_fraction`` (qoe_per_chunk ÷ that optimum).
+    """
     log_path = run_dir / "emulator.log"
     page = json.loads((run_dir / "page.json").read_text())
     t0 = int(read_sidecar(log_path)["base_timestamp_ms"])
@@ -224,7 +230,9 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
     # grants obeyed: recomputed from the server's logs (bulk_metrics.grant_violations)
     gv = grant_violations(run_dir / "server")
     media_played_s = max((s["media_s"] for s in samples), default=0.0)
+    opt = _optimum(log.opportunities, page, off, content_dir, q, delay_ms)
     return {
+        **opt,
         "scheme": scheme,
         "trace": str(trace),
         "media_played_s": media_played_s,
@@ -252,6 +260,20 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float) -> di
         "grant_check": gv,
         "series": series,
     }
+
+
+def _optimum(opportunities: list[int], page: dict[str, Any], off: float,
+             content_dir: Path | None, q: dict[str, Any], delay_ms: float) -> dict[str, Any]:
+    """``qoe_optimum``, ``qoe_fraction``, ``optimum_path_kbps`` (none without content/chunks)."""
+    if content_dir is None or not q["chunks"] or page.get("startup_s") is None:
+        return {}
+    from .abr_optimum import run_optimum
+
+    o = run_optimum(opportunities, page["started_us"] / 1000.0 - off, content_dir, q["chunks"],
+                    float(page["startup_s"]), delay_ms)
+    best = float(o["qoe_per_chunk"])  # type: ignore[arg-type]
+    frac = q["qoe_per_chunk"] / best if q["qoe_per_chunk"] is not None and best > 0 else None
+    return {"qoe_optimum": best, "qoe_fraction": frac, "optimum_path_kbps": o["path_kbps"]}
 
 
 def write_report(
@@ -319,8 +341,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scheme", required=True)
     p.add_argument("--delay-ms", type=float, default=25.0)
     p.add_argument("--td-ms", type=float, default=20.0)
+    p.add_argument("--content-dir", type=Path, default=None,
+                   help="the DASH content played: adds the offline optimum (abr_optimum.py)")
     a = p.parse_args(argv)
-    summary = play_metrics(a.run_dir, a.trace, a.scheme, a.delay_ms)
+    summary = play_metrics(a.run_dir, a.trace, a.scheme, a.delay_ms, a.content_dir)
     page = json.loads((a.run_dir / "page.json").read_text())
     write_report(a.run_dir, summary, page, a.td_ms)
     (a.run_dir / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -1,6 +1,6 @@
 /** @nuwa/player: the Nuwa receiver in the browser (WebTransport session, grants, bulk download). */
 
-export { type AbrDecision, abrSafetyFactor, makeNuwaAbrRule, makeThroughputOverride } from "./dash/abr.js";
+export { type AbrDecision, abrSafetyFactor, chooseBitrateKbps, decideMpc, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions } from "./dash/abr.js";
 export { type AttachOptions, attachNuwa, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
 export {
   createNuwaPlayer,
@@ -12,7 +12,8 @@ export {
   type NuwaPlayerEventType,
   type NuwaPlayerOptions,
 } from "./dash/create.js";
-export { DEFAULT_LOADER_OPTIONS, failureStatus, type LoaderOptions, makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
+export { DEFAULT_LOADER_OPTIONS, failureStatus, type LoadedRequest, type LoaderOptions, makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
+export { bruteForcePlan, MPC_DEFAULTS, MPC_REBUFFER_PENALTY, MpcHistory, type MpcInput, type MpcPlan, mpcPlan, mpcStep, robustThroughputKbps, type SegmentSample } from "./dash/mpc.js";
 export { attachRlTuner, RL_CC, type RlTuning } from "./dash/rl.js";
 export { TypedEmitter, type Unsubscribe } from "./emitter.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";

@@ -9,6 +9,7 @@
  *    and returns the decision with its reason.
  */
 import type { NuwaController } from "@nuwa/cc";
+import { MPC_DEFAULTS, type MpcHistory, mpcPlan, robustThroughputKbps } from "./mpc.js";
 
 /** A source of the current estimate in kbit/s (dash.js's unit) and the latency in ms. */
 export interface EstimateSource {
@@ -88,6 +89,8 @@ export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, o
 /** Minimal dash.js surfaces the rule touches. */
 interface RepresentationLike {
   bitrateInKbit?: number;
+  /** Segment duration, s (dash.js 5 Representation; NaN/absent when unknown). */
+  segmentDuration?: number;
 }
 interface RulesContext {
   getMediaInfo(): unknown;
@@ -165,6 +168,7 @@ export function makeNuwaAbrRule(
   createSwitchRequest: (context: unknown) => { representation?: unknown; priority?: number; reason?: unknown },
   bufferLevelS: (media_type: string) => number,
   onDecision?: (d: AbrDecision) => void,
+  mpc?: NuwaMpcOptions,
 ): (() => object) & { __dashjs_factory_name: string } {
   const NuwaAbrRule = function (this: { context: unknown }) {
     const context = this.context;
@@ -179,7 +183,12 @@ export function makeNuwaAbrRule(
       let rep: RepresentationLike | null;
       let budget: number;
       let why: string;
-      if (reps.length > 0) {
+      if (reps.length > 1 && mpc) {
+        const m = decideMpc(src, reps, est, basis, buffer_s, mpc.history(media_type), mpc);
+        rep = m.rep;
+        budget = m.budget_kbps;
+        why = m.why;
+      } else if (reps.length > 0) {
         const current = rules.getRepresentation?.()?.bitrateInKbit ?? null;
         const choice = chooseBitrateKbps(
           reps.map((r) => r.bitrateInKbit!),
@@ -207,4 +216,54 @@ export function makeNuwaAbrRule(
   } as unknown as (() => object) & { __dashjs_factory_name: string };
   NuwaAbrRule.__dashjs_factory_name = "NuwaAbrRule";
   return NuwaAbrRule;
+}
+
+/** Options of the MPC rule (mpc.ts) inside makeNuwaAbrRule. */
+export interface NuwaMpcOptions {
+  /** The completed-segment history of a media type (fed by the loader's onComplete). */
+  history: (media_type: string) => MpcHistory;
+  horizon?: number;
+  buffer_cap_s?: number;
+}
+
+/**
+ * One MPC decision (mpc.ts) from the rule's inputs: the ladder (real rungs), Nuwa's estimate
+ * and basis, the buffer and the history. Before any segment and any capacity measurement
+ * the plan starts on the app-limited estimate (lowest rung, quickest start-up). Pure but for
+ * reading the controller's min RTT. Returns the representation, the throughput planned with, and why.
+ */
+export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_kbps: number, basis: string, buffer_s: number, history: MpcHistory, o: NuwaMpcOptions): { rep: RepresentationLike; budget_kbps: number; why: string; predicted_kbps: number } {
+  const sorted = [...reps].sort((a, b) => a.bitrateInKbit! - b.bitrateInKbit!);
+  const ladder = sorted.map((r) => r.bitrateInKbit!);
+  const c = src.controller();
+  const rtt_us = c?.minRttSampleUs ?? Number.NaN;
+  const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
+  // A capacity figure once the controller has measured a busy period: its estimate is then
+  // max(busy-period rate, 500 ms delivery rate) whichever basis it names (controller.ts estimate).
+  const capacity_basis = basis === "busy_period" || Number.isFinite(c?.estimate(src.now_us()).busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
+  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s);
+  history.next_predicted_kbps = capacity_basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
+  const last = history.samples.at(-1);
+  const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
+  const seg_s = Number.isFinite(sorted[0]!.segmentDuration) && sorted[0]!.segmentDuration! > 0 ? sorted[0]!.segmentDuration! : Number.isFinite(last?.segment_s) && last!.segment_s > 0 ? last!.segment_s : 2;
+  const ratio = history.sizeRatio();
+  if (!(rob.kbps > 0)) return { rep: sorted[0]!, budget_kbps: 0, why: "mpc: no throughput figure yet: lowest rung", predicted_kbps: rob.predicted_kbps };
+  const plan = mpcPlan({
+    ladder_kbps: ladder,
+    last_rung: last_rung >= 0 ? last_rung : null,
+    buffer_s,
+    throughput_kbps: rob.kbps,
+    segment_bytes: ladder.map((k) => (k * 1000 * seg_s * ratio) / 8),
+    segment_s: seg_s,
+    rtt_s,
+    horizon: o.horizon ?? MPC_DEFAULTS.horizon,
+    buffer_cap_s: o.buffer_cap_s ?? MPC_DEFAULTS.buffer_cap_s,
+    startup: history.samples.length === 0,
+  });
+  return {
+    rep: sorted[plan.rung]!,
+    budget_kbps: rob.kbps,
+    predicted_kbps: rob.predicted_kbps,
+    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}`,
+  };
 }

@@ -90,3 +90,45 @@ describe("attachNuwa as the dash.js baseline (issue 13: only the loader extended
     a.close();
   });
 });
+
+describe("attachNuwa abr (issue 15): the MPC by default, the older rule on request", () => {
+  function recording() {
+    const calls: { method: string; args: unknown[] }[] = [];
+    const player = {
+      extend: (...args: unknown[]) => void calls.push({ method: "extend", args }),
+      addABRCustomRule: (...args: unknown[]) => void calls.push({ method: "addABRCustomRule", args }),
+      updateSettings: (...args: unknown[]) => void calls.push({ method: "updateSettings", args }),
+      getDashMetrics: () => ({ getCurrentBufferLevel: () => 1.9 }),
+    };
+    const dashjs = { FactoryMaker: { getClassFactory: (fn: unknown) => fn, getClassFactoryByName: () => () => ({ create: () => ({}) }) } };
+    return { player, dashjs, calls };
+  }
+  const buffer = (calls: { method: string; args: unknown[] }[]) =>
+    (calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: { buffer: Record<string, unknown> } }).streaming.buffer;
+
+  it("abr nuwa: 30 s buffer target; before any estimate the rule leaves the choice to dash.js", () => {
+    vi.stubGlobal("WebTransport", undefined);
+    vi.stubGlobal("WebSocket", undefined);
+    const { player, dashjs, calls } = recording();
+    const a = attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", reconnect: { initial_attempts: 1 } });
+    a.session.catch(() => {});
+    expect(buffer(calls)).toEqual({ fastSwitchEnabled: false, bufferTimeDefault: 30 });
+    const rule = calls.find((c) => c.method === "addABRCustomRule")!.args[2] as (this: { context: unknown }) => { getSwitchRequest(r: unknown): { representation?: { bitrateInKbit: number } } };
+    const reps = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000].map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
+    const ctx = { getMediaInfo: () => ({}), getMediaType: () => "video", getRepresentation: () => reps[0], getAbrController: () => ({ getOptimalRepresentationForBitrate: () => null, getPossibleVoRepresentationsFilteredBySettings: () => reps }) };
+    // no session, so no estimate yet
+    expect(rule.call({ context: {} }).getSwitchRequest(ctx).representation).toBeUndefined();
+    a.close();
+  });
+
+  it("abr nuwa_rule keeps dash.js's buffer target; an unknown abr is refused", () => {
+    vi.stubGlobal("WebTransport", undefined);
+    vi.stubGlobal("WebSocket", undefined);
+    const { player, dashjs, calls } = recording();
+    const a = attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "nuwa_rule", reconnect: { initial_attempts: 1 } });
+    a.session.catch(() => {});
+    expect(buffer(calls)).toEqual({ fastSwitchEnabled: false });
+    a.close();
+    expect(() => attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "mpc" as never })).toThrow(/abr must be/);
+  });
+});

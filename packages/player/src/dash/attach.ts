@@ -13,6 +13,7 @@ import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind 
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
 import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputOverride } from "./abr.js";
 import { makeNuwaLoader } from "./loader.js";
+import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
 import { attachRlTuner } from "./rl.js";
 
 /** Target-delay presets per application, ms (docs/DESIGN.md §2: Td per application). */
@@ -36,8 +37,12 @@ export interface AttachOptions {
   cc?: AttachCc;
   /** `control` grants the window; `observe` estimates only (the server runs its own cubic). */
   mode?: SessionMode;
-  /** `nuwa`: Nuwa's rule decides; `dashjs`: dash.js's own rules decide. */
-  abr?: "nuwa" | "dashjs";
+  /**
+   * `nuwa` (default): Nuwa's MPC decides (mpc.ts: RobustMPC on Nuwa's estimate, the realized
+   * segment throughput and real segment sizes); `nuwa_rule`: the earlier Nuwa rule (estimate ×
+   * safety factor, abr.ts chooseBitrateKbps); `dashjs`: dash.js's own rules decide.
+   */
+  abr?: "nuwa" | "nuwa_rule" | "dashjs";
   /** `nuwa`: dash.js's throughput figure is Nuwa's (its ThroughputController is extended); `dashjs`: dash.js keeps its own, untouched (no extension). */
   estimate?: "nuwa" | "dashjs";
   preset?: Preset;
@@ -95,6 +100,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   const { tuner, model, tuner_options, ...cc_in } = o.cc ?? {};
   if (tuner !== undefined && tuner !== "fixed" && tuner !== "rl") throw new TypeError(`attachNuwa: cc.tuner must be "fixed" or "rl", got ${String(tuner)}`);
   if (tuner === "rl" && !(typeof model === "string" || model instanceof Uint8Array)) throw new TypeError('attachNuwa: cc.tuner "rl" needs cc.model (the .onnx URL or bytes)');
+  const abr = o.abr ?? "nuwa";
+  if (abr !== "nuwa" && abr !== "nuwa_rule" && abr !== "dashjs") throw new TypeError(`attachNuwa: abr must be "nuwa", "nuwa_rule" or "dashjs", got ${String(abr)}`);
   let attachment: NuwaAttachment | null = null;
   const rl =
     tuner === "rl"
@@ -124,7 +131,24 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   );
   const session = manager.session();
   const src: EstimateSource = { controller: () => manager.current?.controller ?? null, now_us };
-  player.extend("XHRLoader", makeNuwaLoader(() => manager.session()), false);
+  // Completed segment downloads per media type: the MPC's realized throughput, error and sizes.
+  const histories = new Map<string, MpcHistory>();
+  const history = (t: string) => {
+    const h = histories.get(t) ?? new MpcHistory();
+    histories.set(t, h);
+    return h;
+  };
+  player.extend(
+    "XHRLoader",
+    makeNuwaLoader(() => manager.session(), {
+      onComplete: (d) => {
+        if (d.type !== "MediaSegment" || !d.media_type) return;
+        const h = history(d.media_type);
+        h.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: d.bitrate_kbps, segment_s: d.segment_s, predicted_kbps: h.next_predicted_kbps });
+      },
+    }),
+    false,
+  );
   // dash.js's own ThroughputController methods: under the extension (captured when dash.js builds it), or the player's.
   const own_throughput: { get: ((type: string) => number) | null } = { get: null };
   if ((o.estimate ?? "nuwa") === "nuwa") {
@@ -138,13 +162,14 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   } else {
     own_throughput.get = (type) => (player.getAverageThroughput ? player.getAverageThroughput(type) : Number.NaN);
   }
-  if ((o.abr ?? "nuwa") === "nuwa") {
+  if (abr !== "dashjs") {
     const SwitchRequest = dashjs.FactoryMaker.getClassFactoryByName("SwitchRequest");
     const rule = makeNuwaAbrRule(
       src,
       (ctx) => SwitchRequest(ctx).create(),
       (t) => player.getDashMetrics().getCurrentBufferLevel(t) || 0,
       (decision) => o.onTelemetry?.({ type: "abr", t_us: now_us(), decision }),
+      abr === "nuwa" ? { history } : undefined,
     );
     // Nuwa's rule decides alone: dash.js's own rules would override it at low buffer
     // (InsufficientBufferRule), undo switches (SwitchHistoryRule) or abandon segments
@@ -155,7 +180,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         abr: { rules: { throughputRule: off, bolaRule: off, insufficientBufferRule: off, switchHistoryRule: off, droppedFramesRule: off, abandonRequestsRule: off, l2ARule: off, loLPRule: off } },
         // Fast switching replaces buffered segments after an up-switch: it re-downloaded up to
         // half of the bytes in our runs (docs/DESIGN.md §8) and keeps the buffer near empty.
-        buffer: { fastSwitchEnabled: false },
+        // The MPC plans with a 30 s buffer target (mpc.ts MPC_DEFAULTS.buffer_cap_s); the older rule keeps dash.js's 12 s.
+        buffer: { fastSwitchEnabled: false, ...(abr === "nuwa" ? { bufferTimeDefault: MPC_DEFAULTS.buffer_cap_s } : {}) },
       },
     });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));

@@ -215,7 +215,7 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
   if (!(interval_ms >= 0) || !Number.isFinite(interval_ms)) throw new TypeError(`createNuwaPlayer: estimate_interval_ms must be a finite number ≥ 0, got ${interval_ms}`);
   if (options.start_time_s !== undefined && !(options.start_time_s >= 0)) throw new TypeError(`createNuwaPlayer: start_time_s must be ≥ 0, got ${options.start_time_s}`);
   const dj = resolveDashjs(options.dashjs);
-  if ((options.abr ?? "nuwa") === "nuwa" && typeof dj.FactoryMaker?.getClassFactoryByName !== "function") {
+  if ((options.abr ?? "nuwa") !== "dashjs" && typeof dj.FactoryMaker?.getClassFactoryByName !== "function") {
     throw new TypeError('createNuwaPlayer: options.dashjs has no FactoryMaker (needed for abr: "nuwa"); pass the dashjs module or its default export');
   }
 

@@ -285,3 +285,18 @@ describe("fetchResumable", () => {
     await expect(p).rejects.toMatchObject({ name: "AbortError" });
   });
 });
+
+describe("onComplete (issue 15: the ABR's realized segment throughput)", () => {
+  it("reports bytes, time and dash.js's media type, kind, bitrate and duration once per completed request", async () => {
+    const s = fakeSession([serve(BYTES, 8)]);
+    const done: import("./loader.js").LoadedRequest[] = [];
+    const loader = makeNuwaLoader(async () => s, { onComplete: (d) => void done.push(d) })() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+    const { req, res, events } = dashRequest("https://h:1/v/seg-1.m4s");
+    (req.customData as Record<string, unknown>).request = { mediaType: "video", type: "MediaSegment", bandwidth: 2_850_000, duration: 2 };
+    loader.load(req, res);
+    await until(() => events.length > 0);
+    expect(done).toHaveLength(1);
+    expect(done[0]).toMatchObject({ bytes: 40, media_type: "video", type: "MediaSegment", bitrate_kbps: 2850, segment_s: 2 });
+    expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(0);
+  });
+});

@@ -63,6 +63,23 @@ export interface LoaderOptions {
   default_timeout_ms: number;
   /** Most session losses one request rides through before it is failed to dash.js. */
   max_resumes: number;
+  /**
+   * Called when a request completes with its body (issue 15: the ABR's realized segment
+   * throughput): `media_type`/`type`/`bitrate_kbps`/`segment_s` come from dash.js's request
+   * (`customData.request`: mediaType, type "MediaSegment", bandwidth bit/s, duration s) when it carries them.
+   */
+  onComplete?: (done: LoadedRequest) => void;
+}
+
+/** A completed request, as LoaderOptions.onComplete sees it. */
+export interface LoadedRequest {
+  bytes: number;
+  /** Request start to complete body, ms (performance.now clock). */
+  duration_ms: number;
+  media_type: string | null;
+  type: string | null;
+  bitrate_kbps: number;
+  segment_s: number;
 }
 
 export const DEFAULT_LOADER_OPTIONS: Readonly<LoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
@@ -184,6 +201,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
     const inflight = new Map<CommonMediaRequest, () => void>();
     function load(req: CommonMediaRequest, res: CommonMediaResponse): boolean {
       const cd = req.customData;
+      const started_ms = performance.now();
       const ac = new AbortController();
       let finished = false;
       let loaded = 0;
@@ -250,6 +268,17 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
             const t_ms = performance.now();
             cd.onprogress?.({ loaded: r.body.length, total: r.body.length, lengthComputable: true, time: t_ms - last_event_ms });
             emitted_bytes = r.body.length;
+          }
+          if (o.onComplete && r.head.status < 300) {
+            const dr = (cd as { request?: { mediaType?: unknown; type?: unknown; bandwidth?: unknown; duration?: unknown } }).request;
+            o.onComplete({
+              bytes: r.body.length,
+              duration_ms: performance.now() - started_ms,
+              media_type: typeof dr?.mediaType === "string" ? dr.mediaType : null,
+              type: typeof dr?.type === "string" ? dr.type : null,
+              bitrate_kbps: typeof dr?.bandwidth === "number" ? dr.bandwidth / 1000 : Number.NaN,
+              segment_s: typeof dr?.duration === "number" ? dr.duration : Number.NaN,
+            });
           }
           cd.onloadend?.();
         },

@@ -1,0 +1,137 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { decideMpc, type EstimateSource } from "./abr.js";
+import { bruteForcePlan, MpcHistory, type MpcInput, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
+
+const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
+const bytesOf = (ladder: readonly number[], seg_s = 2, ratio = 1) => ladder.map((k) => (k * 1000 * seg_s * ratio) / 8);
+
+function input(p: Partial<MpcInput>): MpcInput {
+  const ladder = p.ladder_kbps ?? LADDER;
+  return { ladder_kbps: ladder, last_rung: null, buffer_s: 0, throughput_kbps: 3000, segment_bytes: bytesOf(ladder), segment_s: 2, rtt_s: 0.05, horizon: 3, buffer_cap_s: 12, startup: false, ...p };
+}
+
+interface Recorded {
+  runs: { trace: string; decisions: { estimate_kbps: number; basis: string; buffer_s: number; chosen_kbps: number | null }[] }[];
+}
+const RECORDED = JSON.parse(readFileSync(new URL("../testdata/abr-decisions.json", import.meta.url), "utf8")) as Recorded;
+
+describe("mpcPlan (RobustMPC search)", () => {
+  it("matches brute force on recorded estimate/buffer sequences of real runs", () => {
+    let n = 0;
+    for (const run of RECORDED.runs) {
+      let last: number | null = null;
+      for (const d of run.decisions) {
+        for (const horizon of [2, 4]) {
+          const i = input({ throughput_kbps: Math.max(d.estimate_kbps, 1), buffer_s: d.buffer_s, last_rung: last, horizon, startup: last === null });
+          const got = mpcPlan(i);
+          const want = bruteForcePlan(i);
+          expect(got.qoe).toBeCloseTo(want.qoe, 9);
+          expect(got.rung).toBe(want.rung);
+          n++;
+        }
+        last = mpcPlan(input({ throughput_kbps: Math.max(d.estimate_kbps, 1), buffer_s: d.buffer_s, last_rung: last, horizon: 4 })).rung;
+      }
+    }
+    expect(n).toBeGreaterThan(200);
+  });
+
+  it("matches brute force on random small cases (ladders, sizes, buffers, caps)", () => {
+    let seed = 7;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    for (let t = 0; t < 300; t++) {
+      const ladder = LADDER.filter(() => rnd() < 0.6);
+      if (ladder.length === 0) continue;
+      const i = input({
+        ladder_kbps: ladder,
+        segment_bytes: bytesOf(ladder, 2, 0.7 + 0.6 * rnd()),
+        throughput_kbps: 200 + 12000 * rnd(),
+        buffer_s: 20 * rnd(),
+        last_rung: rnd() < 0.3 ? null : Math.floor(rnd() * ladder.length),
+        horizon: 1 + Math.floor(rnd() * 4),
+        buffer_cap_s: 6 + 20 * rnd(),
+        startup: rnd() < 0.2,
+      });
+      const got = mpcPlan(i);
+      const want = bruteForcePlan(i);
+      expect(got.qoe).toBeCloseTo(want.qoe, 9);
+      expect(got.rung).toBe(want.rung);
+    }
+  });
+
+  it("charges rebuffering and switches as Pensieve's QoE_lin", () => {
+    const i = input({ throughput_kbps: 1000, buffer_s: 1 });
+    // 8000 kbit/s × 2 s = 2 MB at 1 Mbit/s: 16 s + RTT, 15.05 s of stall beyond the 1 s buffer.
+    const s = mpcStep(i, 0, 7, 1, true);
+    expect(s.qoe).toBeCloseTo(8 - 4.3 * 15.05 - 7.7, 6);
+    expect(s.buffer_s).toBe(2);
+    expect(mpcStep(i, null, 0, 30, true).buffer_s).toBe(12); // capped at the buffer target
+  });
+
+  it("holds a steady rung on a steady link: no oscillation between neighbours (closed loop)", () => {
+    // Steady 5 Mbit/s: 4300 fits, 6000 does not; the buffer evolves by the model.
+    let last: number | null = null;
+    let buffer = 0;
+    const chosen: number[] = [];
+    for (let k = 0; k < 40; k++) {
+      const i = input({ throughput_kbps: 5000, buffer_s: buffer, last_rung: last, horizon: 5, startup: last === null });
+      const r = mpcPlan(i).rung;
+      buffer = mpcStep(i, last, r, buffer, k === 0).buffer_s;
+      chosen.push(LADDER[r]!);
+      last = r;
+    }
+    const tail = chosen.slice(5);
+    expect(new Set(tail).size).toBe(1);
+    expect(tail[0]).toBe(4300);
+    // start-up: the sustainable rung within the first three segments
+    expect(chosen.slice(0, 3)).toContain(4300);
+  });
+});
+
+describe("robustThroughputKbps and MpcHistory", () => {
+  it("predicts capacity × the flow's measured share, divided by 1 + the max recent error (RobustMPC §5)", () => {
+    const h = new MpcHistory();
+    // before any segment: the prior share (0.6) and the prior error (0.25)
+    expect(robustThroughputKbps(10000, "busy_period", h, 0.05).kbps).toBeCloseTo((10000 * 0.6) / 1.25, 6);
+    // realized 8000 and 6000 kbit/s (1 MB and 0.75 MB in 1.05 s less a 0.05 s RTT) on a 10000 kbit/s capacity estimate
+    h.add({ bytes: 1_000_000, duration_s: 1.05, bitrate_kbps: 4000, segment_s: 2, predicted_kbps: 10000 });
+    h.add({ bytes: 750_000, duration_s: 1.05, bitrate_kbps: 3000, segment_s: 2, predicted_kbps: 10000 });
+    const r = robustThroughputKbps(10000, "busy_period", h, 0.05);
+    expect(r.share).toBeCloseTo(0.7, 6); // median of 0.8 and 0.6
+    expect(r.predicted_kbps).toBeCloseTo(7000, 6);
+    expect(r.error).toBeCloseTo(1000 / 6000, 6); // |7000 − 6000| / 6000 beats |7000 − 8000| / 8000
+    expect(r.kbps).toBeCloseTo(6000, 6);
+    expect(h.sizeRatio()).toBeCloseTo(1, 6);
+  });
+
+  it("reads an app-limited estimate as a floor, raised by the realized segment throughput", () => {
+    const h = new MpcHistory();
+    h.add({ bytes: 75_000, duration_s: 0.08, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
+    const r = robustThroughputKbps(33, "delivery_rate", h, 0.05);
+    expect(r.error).toBe(0);
+    expect(r.kbps).toBeCloseTo((75_000 * 8) / 1000 / 0.04, 6);
+    expect(robustThroughputKbps(33, "busy_period", h, 0.05).kbps).toBeCloseTo((33 * 0.6) / 1.25, 6); // a capacity figure: prior share and error
+  });
+
+  it("decideMpc: jumps to the top rung once one small segment shows a fast link (the 5G start-up of the old rule took 5 segments)", () => {
+    const h = new MpcHistory();
+    const src: EstimateSource = { controller: () => null, now_us: () => 0 };
+    const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
+    expect(decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h }).rep.bitrateInKbit).toBe(300);
+    h.add({ bytes: 75_000, duration_s: 0.08, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
+    expect(decideMpc(src, reps, 742, "delivery_rate", 1.9, h, { history: () => h }).rep.bitrateInKbit).toBe(8000);
+  });
+
+  it("decideMpc: a delivery-rate basis after a measured busy period is still a capacity figure (share and error apply)", () => {
+    const h = new MpcHistory();
+    const controller = { minRttSampleUs: 50_000, estimate: () => ({ busy_rate_bps: 18e6 }) };
+    const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+    const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
+    const d = decideMpc(src, reps, 20000, "delivery_rate", 10, h, { history: () => h });
+    expect(d.budget_kbps).toBeCloseTo((20000 * 0.6) / 1.25, 6);
+    expect(h.next_predicted_kbps).toBe(20000);
+  });
+});

@@ -1,0 +1,250 @@
+/**
+ * Nuwa MPC (issue 15): RobustMPC (Yin et al., "A Control-Theoretic Approach for Dynamic
+ * Adaptive Video Streaming over HTTP", SIGCOMM 2015, §4–5) on what only Nuwa has:
+ * - the controller's capacity estimate (what the flow gets under the window we grant: the
+ *   window holds the queue at Td, so the flow's delivery rate is the capacity it measures);
+ * - the realized throughput of the last video segments (bytes ÷ (download time − one RTT),
+ *   so small segments are not read as a slow link), which is also what the estimate's
+ *   error is measured against: RobustMPC's lower bound Ĉ / (1 + max recent error) (§5);
+ * - real segment sizes: the rung's nominal bitrate × the mean ratio of real to nominal
+ *   bytes seen so far.
+ * The decision maximizes Pensieve's linear QoE (Mao et al., SIGCOMM 2017, §5.1: bitrate
+ * Mbit/s − 4.3 × rebuffer s − |Δ bitrate| Mbit/s) over the next `horizon` segments,
+ * searched exactly (depth first, pruned with an upper bound) among plans that only switch up
+ * to a sustainable rung (mpcAllowed); `bruteForcePlan` is the
+ * unpruned enumeration the tests check it against.
+ */
+
+/** Pensieve's QoE_lin rebuffer penalty, per second (play_metrics.py REBUFFER_PENALTY). */
+export const MPC_REBUFFER_PENALTY = 4.3;
+
+/** One MPC problem: the state at a decision and the model of the next segments. */
+export interface MpcInput {
+  /** Rung bitrates, kbit/s, ascending (non-empty). */
+  ladder_kbps: readonly number[];
+  /** Index of the rung of the last segment, or null before the first. */
+  last_rung: number | null;
+  /** Buffer level, s (≥ 0). */
+  buffer_s: number;
+  /** Predicted throughput for the next downloads, kbit/s (> 0): already the robust lower bound. */
+  throughput_kbps: number;
+  /** Predicted bytes of each rung's next segment (same length as the ladder). */
+  segment_bytes: readonly number[];
+  /** Segment duration, s (> 0). */
+  segment_s: number;
+  /** Per-request overhead (one RTT), s. */
+  rtt_s: number;
+  /** Segments looked ahead (1–6). */
+  horizon: number;
+  /** The buffer the player stops filling at, s (downloads then wait; no QoE cost). */
+  buffer_cap_s: number;
+  /** Playback has not started: the first download's time counts as a stall (RobustMPC's start-up term, §4). */
+  startup: boolean;
+}
+
+/** The first rung of the best plan, the plan and its QoE (sum over the horizon). */
+export interface MpcPlan {
+  rung: number;
+  plan: number[];
+  qoe: number;
+}
+
+function validate(i: MpcInput): void {
+  if (i.ladder_kbps.length === 0) throw new RangeError("mpc: empty ladder");
+  if (i.segment_bytes.length !== i.ladder_kbps.length) throw new RangeError("mpc: segment_bytes must match the ladder");
+  if (!(i.throughput_kbps > 0)) throw new RangeError(`mpc: throughput must be > 0 kbit/s, got ${i.throughput_kbps}`);
+  if (!(i.segment_s > 0)) throw new RangeError(`mpc: segment_s must be > 0, got ${i.segment_s}`);
+  if (!(i.horizon >= 1 && i.horizon <= 6)) throw new RangeError(`mpc: horizon must be 1..6, got ${i.horizon}`);
+}
+
+/** One segment step of the model: (QoE of the step, buffer after). Exported for tests. */
+export function mpcStep(i: MpcInput, prev: number | null, r: number, buffer_s: number, first: boolean): { qoe: number; buffer_s: number } {
+  const dl_s = i.rtt_s + (i.segment_bytes[r]! * 8) / (i.throughput_kbps * 1000);
+  const rebuffer_s = first && i.startup ? dl_s : Math.max(0, dl_s - buffer_s);
+  let b = first && i.startup ? i.segment_s : Math.max(0, buffer_s - dl_s) + i.segment_s;
+  if (b > i.buffer_cap_s) b = i.buffer_cap_s; // the player waits before the next request
+  let q = i.ladder_kbps[r]! / 1000 - MPC_REBUFFER_PENALTY * rebuffer_s;
+  if (prev !== null) q -= Math.abs(i.ladder_kbps[r]! - i.ladder_kbps[prev]!) / 1000;
+  return { qoe: q, buffer_s: b };
+}
+
+/**
+ * Whether a plan may go from `prev` to `r`: down or staying always; up only to a rung whose
+ * segment downloads within its own duration at the planned throughput (a sustainable rung).
+ * Our addition to RobustMPC: without it a finite horizon spends the buffer on a rung the link
+ * cannot carry and oscillates between the two rungs around a steady throughput.
+ */
+export function mpcAllowed(i: MpcInput, prev: number | null, r: number): boolean {
+  if (prev === null || r <= prev) return true;
+  return i.rtt_s + (i.segment_bytes[r]! * 8) / (i.throughput_kbps * 1000) <= i.segment_s;
+}
+
+/**
+ * The best plan over the horizon, exactly (depth-first search, a branch is cut when even
+ * the top rung at every remaining step, with no rebuffer nor switch, cannot beat the best).
+ * Ties go to the lower rung. @throws RangeError on bad input (validate)
+ */
+export function mpcPlan(i: MpcInput): MpcPlan {
+  validate(i);
+  const n = i.ladder_kbps.length;
+  const top = i.ladder_kbps[n - 1]! / 1000;
+  let best: MpcPlan = { rung: 0, plan: [], qoe: Number.NEGATIVE_INFINITY };
+  const path: number[] = [];
+  const dfs = (depth: number, prev: number | null, buffer_s: number, acc: number) => {
+    if (depth === i.horizon) {
+      if (acc > best.qoe + 1e-9) best = { rung: path[0]!, plan: [...path], qoe: acc };
+      return;
+    }
+    if (acc + (i.horizon - depth) * top <= best.qoe + 1e-9) return;
+    for (let r = 0; r < n; r++) {
+      if (!mpcAllowed(i, prev, r)) continue;
+      const s = mpcStep(i, prev, r, buffer_s, depth === 0);
+      path.push(r);
+      dfs(depth + 1, r, s.buffer_s, acc + s.qoe);
+      path.pop();
+    }
+  };
+  dfs(0, i.last_rung, i.buffer_s, 0);
+  return best;
+}
+
+/** Every plan enumerated (ladder^horizon): the check of mpcPlan. Ties go to the lower plan (lexicographic). */
+export function bruteForcePlan(i: MpcInput): MpcPlan {
+  validate(i);
+  const n = i.ladder_kbps.length;
+  let best: MpcPlan = { rung: 0, plan: [], qoe: Number.NEGATIVE_INFINITY };
+  const total = n ** i.horizon;
+  for (let code = 0; code < total; code++) {
+    const plan: number[] = [];
+    let c = code;
+    for (let d = 0; d < i.horizon; d++) {
+      plan.unshift(c % n);
+      c = Math.floor(c / n);
+    }
+    let prev = i.last_rung;
+    let b = i.buffer_s;
+    let q = 0;
+    let ok = true;
+    plan.forEach((r, d) => {
+      if (!mpcAllowed(i, prev, r)) ok = false;
+      const s = mpcStep(i, prev, r, b, d === 0);
+      q += s.qoe;
+      b = s.buffer_s;
+      prev = r;
+    });
+    if (ok && q > best.qoe + 1e-9) best = { rung: plan[0]!, plan, qoe: q };
+  }
+  return best;
+}
+
+/** A completed video segment download. */
+export interface SegmentSample {
+  bytes: number;
+  /** Request sent to response complete, s. */
+  duration_s: number;
+  /** The rung's nominal bitrate, kbit/s (NaN when unknown). */
+  bitrate_kbps: number;
+  /** Segment duration, s (NaN when unknown). */
+  segment_s: number;
+  /** Nuwa's capacity estimate when the request left, kbit/s (busy-period basis only; NaN otherwise). */
+  predicted_kbps: number;
+}
+
+/** What the MPC rule keeps between decisions (one per media type). */
+export class MpcHistory {
+  readonly samples: SegmentSample[] = [];
+  /** Nuwa's capacity estimate at the last decision (kbit/s; NaN when not on a busy-period basis): the next sample's `predicted_kbps`. */
+  next_predicted_kbps = Number.NaN;
+  /** Keep this many recent samples. */
+  constructor(readonly keep = 5) {}
+
+  /** Record a completed segment download. */
+  add(s: SegmentSample): void {
+    if (!(s.bytes > 0 && s.duration_s > 0)) return;
+    this.samples.push(s);
+    if (this.samples.length > this.keep) this.samples.shift();
+  }
+
+  /** Realized throughput of a sample, kbit/s: bytes over the download time less one RTT (at least half the time). */
+  static realizedKbps(s: SegmentSample, rtt_s: number): number {
+    return (s.bytes * 8) / 1000 / Math.max(s.duration_s - rtt_s, s.duration_s / 2);
+  }
+
+  /** Harmonic mean of the realized throughputs, kbit/s (NaN without samples); RobustMPC's predictor (§5). */
+  harmonicKbps(rtt_s: number): number {
+    if (this.samples.length === 0) return Number.NaN;
+    return this.samples.length / this.samples.reduce((a, s) => a + 1 / MpcHistory.realizedKbps(s, rtt_s), 0);
+  }
+
+  /** Mean ratio of real bytes to nominal (bitrate × duration), 1 without samples. */
+  sizeRatio(): number {
+    const r = this.samples.filter((s) => s.bitrate_kbps > 0 && s.segment_s > 0).map((s) => (s.bytes * 8) / 1000 / (s.bitrate_kbps * s.segment_s));
+    return r.length === 0 ? 1 : r.reduce((a, b) => a + b, 0) / r.length;
+  }
+}
+
+/** Settings of the MPC rule. */
+export const MPC_DEFAULTS = {
+  horizon: 5,
+  /** Cap on the estimate's relative error in the lower bound (RobustMPC divides by 1 + error). */
+  max_error: 1,
+  /**
+   * The buffer target, s: attachNuwa sets dash.js's bufferTimeDefault to it for the MPC (dash.js's
+   * default is 12 s below the top rung, 30 s at it). A VOD player with a deeper buffer rides out
+   * dips on a higher rung: the offline optimum (abr_optimum.py) fills far ahead on the traces.
+   */
+  buffer_cap_s: 30,
+  /**
+   * Share of Nuwa's capacity estimate a segment download gets before any is measured. Measured
+   * end to end (out/bench/s7-abr-dev1, Verizon LTE, grants): the realized segment throughput was
+   * 0.55–0.8 of the busy-period capacity (request RTT, the window's ramp after each idle gap, audio
+   * beside video); 0.6 is the low end.
+   */
+  flow_share_prior: 0.6,
+  /** Relative error assumed until two segments have scored the predictor. */
+  error_prior: 0.25,
+} as const;
+
+/**
+ * Share of Nuwa's capacity estimate the flow got: median over the samples with a capacity
+ * estimate of realized ÷ capacity, within [0.2, 1]; `MPC_DEFAULTS.flow_share_prior` without any.
+ */
+export function flowShare(history: MpcHistory, rtt_s: number): number {
+  const r = history.samples.filter((s) => s.predicted_kbps > 0).map((s) => MpcHistory.realizedKbps(s, rtt_s) / s.predicted_kbps);
+  if (r.length === 0) return MPC_DEFAULTS.flow_share_prior;
+  r.sort((a, b) => a - b);
+  const mid = r.length % 2 === 1 ? r[(r.length - 1) / 2]! : (r[r.length / 2 - 1]! + r[r.length / 2]!) / 2;
+  return Math.min(1, Math.max(0.2, mid));
+}
+
+/**
+ * The throughput the MPC plans with, kbit/s (the robust lower bound), and how it was formed.
+ * - On a busy-period basis Nuwa's estimate is the link's capacity; what a segment download
+ *   gets under the window we grant is a share of it (flowShare: measured per segment), so the
+ *   prediction is capacity × share — the figure the flow can actually get, not the raw capacity.
+ * - An app-limited basis (delivery_rate, window_per_rtt) is only a floor (the link was not kept
+ *   busy): the realized segment throughput (harmonic mean, RobustMPC §5) raises it.
+ * - The prediction is divided by 1 + the max relative error of that predictor on the recent
+ *   segments (RobustMPC §5), capped at `max_error`; `error_prior` until two segments scored it.
+ */
+export function robustThroughputKbps(estimate_kbps_in: number, basis: string, history: MpcHistory, rtt_s: number, max_error: number = MPC_DEFAULTS.max_error): { kbps: number; predicted_kbps: number; error: number; share: number } {
+  const estimate_kbps = Number.isFinite(estimate_kbps_in) ? estimate_kbps_in : 0;
+  const realized = history.harmonicKbps(rtt_s);
+  if (basis !== "busy_period" || !(estimate_kbps > 0)) {
+    const predicted = Math.max(estimate_kbps, Number.isFinite(realized) ? realized : 0);
+    return { kbps: predicted, predicted_kbps: predicted, error: 0, share: 1 };
+  }
+  const share = flowShare(history, rtt_s);
+  const scored = history.samples.filter((s) => s.predicted_kbps > 0);
+  let error: number = MPC_DEFAULTS.error_prior;
+  if (scored.length >= 2) {
+    error = 0;
+    for (const s of scored) {
+      const real = MpcHistory.realizedKbps(s, rtt_s);
+      error = Math.max(error, Math.abs(share * s.predicted_kbps - real) / real);
+    }
+  }
+  error = Math.min(max_error, error);
+  const predicted = estimate_kbps * share;
+  return { kbps: predicted / (1 + error), predicted_kbps: predicted, error, share };
+}
