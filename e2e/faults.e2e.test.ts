@@ -346,7 +346,12 @@ describe("server restart mid-playback (issue 7 item 5)", () => {
       );
       expect(stalls_long.length).toBeGreaterThanOrEqual(1);
       expect(stalls_long.every((x) => x.end_ms !== null)).toBe(true);
-      expect(stalls_long[0]!.start_ms - t_long).toBeGreaterThan(8_000); // the buffer carried playback first
+      // the buffer carried playback first, to its end: the stall starts when the buffer held at the kill
+      // ran out (the MPC ABR refills to a higher rung after the short outage, so that buffer is the
+      // measure, not a fixed 8 s: CI at 949d673 had 7.0 s at the kill and stalled 6.7 s later)
+      const buffer_long_s = before_long.samples.at(-1)!.buffer_s;
+      expect(buffer_long_s).toBeGreaterThan(4); // a buffer was rebuilt after the short outage
+      expect(stalls_long[0]!.start_ms - t_long).toBeGreaterThan(buffer_long_s * 1000 - 1500);
       expect(s.dash_errors).toEqual([]);
       const nums = completedVideoNumbers(s);
       expect(contiguousFromOne(nums).missing, `completed video segments ${nums.join(",")}`).toEqual([]);
