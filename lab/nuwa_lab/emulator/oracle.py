@@ -23,14 +23,8 @@ sent to that flow to know what is still in the network, one uplink delay late
 UDP port of the emulator's socket toward the server (the peer port the
 server sees for that client).
 
-Message (UDP payload, big-endian): a 43-byte header, magic ``b"NWOR"`` (4),
-version 2 (u8), link time t of the measurement (f64 ms), window_ms (u32),
-report interval (u32 µs), capacity_bytes offered in (t − window_ms, t]
-(u64), sequence (u32), due time (f64 ms, CLOCK_MONOTONIC: when the emulator
-sends it, t + uplink delay; 0 if unknown), flow count n (u16); then n flow
-entries of 18 bytes:
-port (u16), delivered_bytes (u64), dropped_bytes (u64), cumulative since the
-emulator started.
+The message's wire format: :mod:`nuwa_server.oracle_wire` (in the product, so the server
+reads it without the lab).
 """
 
 from __future__ import annotations

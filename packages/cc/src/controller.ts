@@ -36,7 +36,7 @@ export interface Decision {
   raw_queuing_delay_ms: number;
   /** Kalman-filtered queuing delay, ms. */
   kalman_queuing_delay_ms: number;
-  /** Delay of our own backlog ahead of the last frame (bytes ÷ our delivery rate), ms; the raw Qd when unknown. */
+  /** Delay of our own backlog ahead of the last frame (bytes ÷ our delivery rate), ms; the raw Qd when unknown or when qd_source is not "backlog". */
   backlog_delay_ms: number;
   /** θ = tanh((Td − Qd)/ρ) of the last update (0 when not in avoidance). */
   theta: number;
@@ -201,10 +201,16 @@ export class NuwaController {
     const td_ms = this.targetDelayMs(recv_time_us);
 
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
-    // our bytes still ahead of this frame when it reached the bottleneck, as a delay at our rate (backlog.ts)
-    const backlog_bytes = this.backlog.onFrame(zero_queue_arrival_us, recv_time_us, size_bytes);
-    const own_rate_bps = this.rate.rateBps(recv_time_us, c.backlog_rate_window_ms * 1000);
-    this.backlog_delay_ms = Number.isFinite(backlog_bytes) && own_rate_bps > 0 ? (backlog_bytes * 8 * 1000) / own_rate_bps : this.raw_qd_ms;
+    // our bytes still ahead of this frame when it reached the bottleneck, as a delay at our rate (backlog.ts);
+    // kept only while it drives the rule (no per-frame history for nothing), the rate only when bytes are ahead
+    if (c.qd_source === "backlog") {
+      const backlog_bytes = this.backlog.onFrame(zero_queue_arrival_us, recv_time_us, size_bytes);
+      if (!Number.isFinite(backlog_bytes)) this.backlog_delay_ms = this.raw_qd_ms;
+      else if (backlog_bytes === 0) this.backlog_delay_ms = 0;
+      else this.backlog_delay_ms = (backlog_bytes * 8 * 1000) / this.rate.rateBps(recv_time_us, c.backlog_rate_window_ms * 1000); // > 0: this frame's bytes are in
+    } else {
+      this.backlog_delay_ms = this.raw_qd_ms;
+    }
     const qd_ms = this.drivingQdMs();
     const packets = size_bytes / c.mss_bytes; // packet-equivalents of this frame
     let w_pkts = this.window_bytes / c.mss_bytes;
