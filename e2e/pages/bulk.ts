@@ -28,6 +28,8 @@ interface BulkLog {
   recv_us: number[];
   raw_qd_ms: number[];
   kalman_qd_ms: number[];
+  /** The queuing delay the rule read for each frame (Decision.queuing_delay_ms: min(Qd, backlog delay) under the default qd_source "backlog"), ms. */
+  rule_qd_ms: number[];
   window_bytes: number[];
   phase_changes: [number, string][];
   /** The Td in force whenever it changed: [receiver time µs, ms] (adaptive Td, issue 14). */
@@ -63,6 +65,7 @@ const log: BulkLog = {
   recv_us: [],
   raw_qd_ms: [],
   kalman_qd_ms: [],
+  rule_qd_ms: [],
   window_bytes: [],
   phase_changes: [],
   target_delay_ms: [],
@@ -92,6 +95,7 @@ function onTelemetry(e: TelemetryEvent): void {
     log.recv_us.push(e.t_us);
     log.raw_qd_ms.push(e.decision.raw_queuing_delay_ms);
     log.kalman_qd_ms.push(e.decision.kalman_queuing_delay_ms);
+    log.rule_qd_ms.push(e.decision.queuing_delay_ms);
     log.window_bytes.push(e.decision.window_bytes);
     const td = log.target_delay_ms[log.target_delay_ms.length - 1];
     if (td === undefined || Math.abs(td[1] - e.decision.target_delay_ms) >= 0.5) log.target_delay_ms.push([e.t_us, e.decision.target_delay_ms]);

@@ -858,6 +858,66 @@ def plot_td(picks: list[tuple[str, str, tuple[list[float], list[float]]]], path:
     plt.close(fig)
 
 
+def _p95(xs: list[float]) -> float:
+    """Nearest-rank 95th percentile of a non-empty list."""
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, math.ceil(0.95 * len(ys)) - 1)]
+
+
+def signal_series(run: Run, bin_s: float = 1.0) -> dict[str, list[float]] | None:
+    """What the rule read against the raw queuing delay, per ``bin_s`` of a run (issue 14).
+
+    From the page log's per-frame ``raw_qd_ms`` (Eq. 1) and ``rule_qd_ms`` (the delay
+    the rule read: min(Qd, backlog delay) under ``qd_source: "backlog"``, DESIGN.md §3)
+    and the Td in force. Returns {"t_s", "raw_p95_ms", "rule_p95_ms", "td_ms"} with one
+    entry per bin that holds frames (t_s: bin start, s since the first frame), or None
+    when the log has no ``rule_qd_ms`` (runs before it was logged)."""
+    page_path = run.dir / "page.json"
+    if not page_path.exists():
+        return None
+    page = json.loads(page_path.read_text())
+    recv = page.get("recv_us") or []
+    raw, rule = page.get("raw_qd_ms") or [], page.get("rule_qd_ms") or []
+    if not recv or len(rule) != len(recv) or len(raw) != len(recv):
+        return None
+    t0 = float(recv[0])
+    tds = [(float(t), float(v)) for t, v in page.get("target_delay_ms") or []]
+    bins: dict[int, tuple[list[float], list[float]]] = {}
+    for t, a, b in zip(recv, raw, rule, strict=True):
+        k = int((float(t) - t0) / 1e6 / bin_s)
+        bins.setdefault(k, ([], []))[0].append(float(a))
+        bins[k][1].append(float(b))
+    out: dict[str, list[float]] = {"t_s": [], "raw_p95_ms": [], "rule_p95_ms": [], "td_ms": []}
+    for k in sorted(bins):
+        start_us = t0 + k * bin_s * 1e6
+        td = [v for t, v in tds if t <= start_us]  # in force at the bin's start
+        out["t_s"].append(k * bin_s)
+        out["raw_p95_ms"].append(_p95(bins[k][0]))
+        out["rule_p95_ms"].append(_p95(bins[k][1]))
+        out["td_ms"].append(td[-1] if td else float("nan"))
+    return out
+
+
+def plot_signal(picks: list[tuple[str, str, dict[str, list[float]]]], path: Path) -> None:
+    """One panel per (family, trace): per-second p95 of the raw Qd and of the delay the
+    rule read, and the Td in force, log scale."""
+    plt = _plt()
+    fig, axes = plt.subplots(len(picks), 1, figsize=(11, 2.6 * len(picks)), squeeze=False)
+    for ax, (family, trace, ser) in zip(axes[:, 0], picks, strict=True):
+        t = ser["t_s"]
+        ax.plot(t, ser["raw_p95_ms"], lw=0.9, color="C5", label="raw Qd (Eq. 1), p95 per s")
+        ax.plot(t, ser["rule_p95_ms"], lw=0.9, color="C0", label="what the rule read, p95 per s")
+        ax.step(t, ser["td_ms"], where="post", lw=0.8, color="k", ls="--", label="Td in force")
+        ax.set_yscale("symlog", linthresh=10)
+        ax.set_ylabel("ms")
+        ax.set_title(f"{family}: {trace}", fontsize=8)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("s since the first frame")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def plot_sweeps(sweeps: list[dict[str, Any]], path: Path) -> None:
     """Mean utilization and median p95 per family against each swept parameter (simulated)."""
     plt = _plt()
@@ -1105,6 +1165,29 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
         plots.append(p_td)
         md += ["## Adaptive Td over time (`nuwa_adaptive`, one trace per family)", "",
                f"![Td in force]({img_prefix}{p_td.name})", ""]
+    # what adapts over time under the default signal, one trace per family (issue 14)
+    sig_picks: list[tuple[str, str, dict[str, list[float]]]] = []
+    sig_families: set[str] = set()
+    for t in cells.traces("bulk"):
+        fam = cells.family.get(t, "")
+        if fam in sig_families:
+            continue
+        deep = max(cells.queues("bulk"))
+        got = [r for r in cells.by.get(("bulk", t, "nuwa", deep), []) if r.valid]
+        ser = signal_series(got[0]) if got else None
+        if ser is not None:
+            sig_picks.append((fam, t, ser))
+            sig_families.add(fam)
+    if sig_picks:
+        p_sig = plots_dir / "signal-backlog.png"
+        plot_signal(sig_picks, p_sig)
+        plots.append(p_sig)
+        md += ["## What adapts over time (`nuwa`, deep queue, one trace per family)", "",
+               "Per second: the p95 of the raw queuing delay (Eq. 1) and of the delay the rule "
+               "read (min(Qd, our backlog ÷ our delivery rate), DESIGN.md §3), and the Td in "
+               "force. "
+               "Where the link's own gaps raise Qd, the rule's signal stays low.", "",
+               f"![signal]({img_prefix}{p_sig.name})", ""]
     # ratchet
     if ratchet:
         md += ["## No ratchet: constant 10 Mbit/s, nuwa, deep queue", "",

@@ -121,3 +121,29 @@ def test_td_series_from_the_page_log_and_its_plot(tmp_path):
     out = tmp_path / "td.png"
     plot_td([("4G", "t", ([0.0, 2.5], [25.0, 61.5]))], out)
     assert out.stat().st_size > 1000
+
+
+def test_signal_series_bins_raw_and_rule_qd_per_second_and_plots(tmp_path):
+    import json
+
+    from nuwa_lab.bench_report import plot_signal, signal_series
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    # second 0: 20 frames, raw 0..19 ms, rule 0; second 1: 20 frames, raw 100 ms, rule 40 ms
+    recv = [1_000_000 + i * 50_000 for i in range(40)]
+    raw = [float(i) for i in range(20)] + [100.0] * 20
+    rule = [0.0] * 20 + [40.0] * 20
+    (run_dir / "page.json").write_text(json.dumps(
+        {"recv_us": recv, "raw_qd_ms": raw, "rule_qd_ms": rule,
+         "target_delay_ms": [[1_000_000, 25.0], [2_200_000, 30.0]]}))
+    ser = signal_series(Run({"id": "x"}, run_dir))
+    assert ser == {"t_s": [0.0, 1.0], "raw_p95_ms": [18.0, 100.0], "rule_p95_ms": [0.0, 40.0],
+                   "td_ms": [25.0, 25.0]}
+    # a page log from before rule_qd_ms was logged has nothing to plot
+    (run_dir / "page.json").write_text(json.dumps({"recv_us": recv, "raw_qd_ms": raw}))
+    assert signal_series(Run({"id": "x"}, run_dir)) is None
+    out = tmp_path / "sig.png"
+    plot_signal([("4G", "t", {"t_s": [0.0, 1.0], "raw_p95_ms": [18.0, 100.0],
+                              "rule_p95_ms": [0.0, 40.0], "td_ms": [25.0, 25.0]})], out)
+    assert out.stat().st_size > 1000
