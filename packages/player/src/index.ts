@@ -1,6 +1,6 @@
 /** @nuwa/player: the Nuwa receiver in the browser (WebTransport session, grants, bulk download). */
 
-export { type AbrDecision, abrSafetyFactor, chooseBitrateKbps, decideMpc, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions } from "./dash/abr.js";
+export { type AbrDecision, abrSafetyFactor, achievableKbps, chooseBitrateKbps, decideMpc, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions } from "./dash/abr.js";
 export { type AttachOptions, attachNuwa, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
 export {
   createNuwaPlayer,

@@ -37,6 +37,29 @@ export function estimateKbps(src: EstimateSource): number {
   return estimateWithBasis(src).kbps;
 }
 
+/**
+ * The throughput a segment download of this flow can get, kbit/s (NaN before any data), for
+ * dash.js's own rules fed Nuwa's estimate (issue 15). Nuwa's capacity figure is the link's, but
+ * a download under the window we grant, with a request RTT and the window's ramp after each
+ * idle gap, gets only a share of it (mpc.ts `flowShare`, measured per segment; 0.55–0.8 end to
+ * end): handing dash.js the raw capacity made its rules up-switch beyond what the flow
+ * could fetch, then abandon and re-download (15–25 MB per run on T-Mobile LTE). So the figure
+ * handed out is capacity × measured share (RobustMPC's predictor without its error discount:
+ * dash.js applies its own safety factor). On an app-limited basis the realized segment
+ * throughput raises the floor (mpc.ts `robustThroughputKbps`). Sets the history's
+ * `next_predicted_kbps` so the next completed segment scores the share.
+ */
+export function achievableKbps(src: EstimateSource, history: MpcHistory): number {
+  const { kbps, basis } = estimateWithBasis(src);
+  if (!(kbps > 0)) return Number.NaN;
+  const c = src.controller();
+  const rtt_us = c?.minRttSampleUs ?? Number.NaN;
+  const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
+  const capacity_basis = basis === "busy_period" || Number.isFinite(c?.estimate(src.now_us()).busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
+  history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
+  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s).predicted_kbps;
+}
+
 /** dash.js's own ThroughputController methods (the parent the extension wraps). */
 export interface ThroughputParent {
   getAverageThroughput(type: string, mode?: unknown, n?: number): number;
@@ -50,8 +73,17 @@ export interface ThroughputParent {
  * figures pass through. Either way dash.js's own average (kbit/s) is reported to
  * `onDashjsEstimate`, so both can be scored against the real capacity.
  * `onParent` receives dash.js's original methods (bound) once dash.js builds the controller.
+ * With `history` (completed segment downloads per media type) the figure handed out is what
+ * the flow can get (`achievableKbps`: capacity × measured share), not the raw capacity.
  */
-export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, onDashjsEstimate?: (kbps: number) => void, safety_factor = 0.9, onParent?: (parent: ThroughputParent) => void): () => object {
+export function makeThroughputOverride(
+  src: EstimateSource,
+  use_nuwa: boolean,
+  onDashjsEstimate?: (kbps: number) => void,
+  safety_factor = 0.9,
+  onParent?: (parent: ThroughputParent) => void,
+  history?: (media_type: string) => MpcHistory,
+): () => object {
   return function NuwaThroughput(this: { parent: ThroughputParent }) {
     // dash.js (FactoryMaker, override=true) copies our methods onto the parent
     // instance after this function returns, so `this.parent.getAverageThroughput`
@@ -68,14 +100,15 @@ export function makeThroughputOverride(src: EstimateSource, use_nuwa: boolean, o
       if (type === "video") onDashjsEstimate?.(kbps);
       return kbps;
     };
+    const ours = (type: string) => (history ? achievableKbps(src, history(type)) : estimateKbps(src));
     return {
       getAverageThroughput: (type: string, mode?: unknown, n?: number) => {
         const theirs = own(type, mode, n);
-        return use_nuwa ? estimateKbps(src) : theirs;
+        return use_nuwa ? ours(type) : theirs;
       },
       getSafeAverageThroughput: (type: string, mode?: unknown, n?: number) => {
         own(type, mode, n);
-        return use_nuwa ? estimateKbps(src) * safety_factor : parent.getSafeAverageThroughput(type, mode, n);
+        return use_nuwa ? ours(type) * safety_factor : parent.getSafeAverageThroughput(type, mode, n);
       },
       getAverageLatency: (type: string, mode?: unknown, n?: number) => {
         if (!use_nuwa) return parent.getAverageLatency(type, mode, n);

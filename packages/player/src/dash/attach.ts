@@ -43,7 +43,12 @@ export interface AttachOptions {
    * safety factor, abr.ts chooseBitrateKbps); `dashjs`: dash.js's own rules decide.
    */
   abr?: "nuwa" | "nuwa_rule" | "dashjs";
-  /** `nuwa`: dash.js's throughput figure is Nuwa's (its ThroughputController is extended); `dashjs`: dash.js keeps its own, untouched (no extension). */
+  /**
+   * `nuwa`: dash.js's throughput figure is Nuwa's (its ThroughputController is extended); with
+   * `abr: "dashjs"` it is what the flow can fetch under our window (abr.ts `achievableKbps`:
+   * capacity × the share segment downloads measured), not the link's raw capacity.
+   * `dashjs`: dash.js keeps its own, untouched (no extension).
+   */
   estimate?: "nuwa" | "dashjs";
   preset?: Preset;
   onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision }) => void;
@@ -154,9 +159,16 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   if ((o.estimate ?? "nuwa") === "nuwa") {
     player.extend(
       "ThroughputController",
-      makeThroughputOverride(src, true, o.onDashjsEstimate, undefined, (parent) => {
-        own_throughput.get = (type) => parent.getAverageThroughput(type);
-      }),
+      makeThroughputOverride(
+        src,
+        true,
+        o.onDashjsEstimate,
+        undefined,
+        (parent) => {
+          own_throughput.get = (type) => parent.getAverageThroughput(type);
+        },
+        abr === "dashjs" ? history : undefined, // dash.js's rules get what the flow can fetch; the MPC scores its own history
+      ),
       true,
     );
   } else {

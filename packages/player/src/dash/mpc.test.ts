@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { decideMpc, type EstimateSource } from "./abr.js";
+import { achievableKbps, decideMpc, type EstimateSource, makeThroughputOverride } from "./abr.js";
 import { bruteForcePlan, MpcHistory, type MpcInput, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
@@ -133,5 +133,25 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const d = decideMpc(src, reps, 20000, "delivery_rate", 10, h, { history: () => h });
     expect(d.budget_kbps).toBeCloseTo((20000 * 0.6) / 1.25, 6);
     expect(h.next_predicted_kbps).toBe(20000);
+  });
+
+  it("dash.js's rules fed Nuwa's estimate get what the flow can fetch (capacity × measured share), not the raw capacity", () => {
+    const h = new MpcHistory();
+    const controller = { minRttSampleUs: 50_000, estimate: () => ({ bps: 20e6, basis: "busy_period", busy_rate_bps: 20e6 }) };
+    const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+    expect(achievableKbps(src, h)).toBeCloseTo(20000 * 0.6, 6); // the prior share before any segment
+    expect(h.next_predicted_kbps).toBe(20000);
+    // two segments of 1 MB that took 0.8 s + one RTT under a 20 Mbit/s capacity: realized 10 Mbit/s, share 0.5
+    for (let i = 0; i < 2; i++) h.add({ bytes: 1_000_000, duration_s: 0.85, bitrate_kbps: 4300, segment_s: 2, predicted_kbps: 20000 });
+    expect(achievableKbps(src, h)).toBeCloseTo(10000, 6);
+    // the ThroughputController extension hands that figure to dash.js's rules (and its safe figure × 0.9)
+    const parent = { getAverageThroughput: () => 1234, getSafeAverageThroughput: () => 1000, getAverageLatency: () => 80 };
+    const ext = makeThroughputOverride(src, true, undefined, 0.9, undefined, () => h) as (this: { parent: typeof parent }) => { getAverageThroughput(t: string): number; getSafeAverageThroughput(t: string): number };
+    const mine = ext.call({ parent });
+    expect(mine.getAverageThroughput("video")).toBeCloseTo(10000, 6);
+    expect(mine.getSafeAverageThroughput("video")).toBeCloseTo(9000, 6);
+    // without a history (the MPC path) the raw estimate passes, as before
+    const raw = (makeThroughputOverride(src, true) as typeof ext).call({ parent });
+    expect(raw.getAverageThroughput("video")).toBeCloseTo(20000, 6);
   });
 });
