@@ -6,12 +6,16 @@ import { type BrowserContext, chromium } from "playwright-core";
 
 export const CHROMIUM = process.env.NUWA_CHROMIUM ?? "/usr/bin/chromium";
 
-/** Launch a headless persistent context with a fresh profile. */
-export async function launchChromium(): Promise<BrowserContext> {
+/**
+ * Launch a headless persistent context with a fresh profile. `env` replaces the browser's
+ * environment (e.g. a HOME whose NSS database trusts a test CA: serve.e2e.test.ts).
+ */
+export async function launchChromium(env?: Record<string, string>): Promise<BrowserContext> {
   const profile = mkdtempSync(join(tmpdir(), "nuwa-chromium-"));
   return chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
+    ...(env ? { env } : {}),
     args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-background-timer-throttling", "--disable-renderer-backgrounding"],
   });
 }

@@ -29,6 +29,11 @@ GRANT_FLOOD_CLOSE_CODE = 0x0107
 application close code for a client that floods datagrams (:class:`.grants.FloodGuard`);
 the value of H3_EXCESSIVE_LOAD (RFC 9114 §8.1), whose meaning it has."""
 
+SHUTDOWN_CLOSE_CODE = 0x0100
+"""WebTransport session close code sent to every session when the server shuts down
+(SIGTERM/SIGINT), with the reason "server shutting down": the value of H3_NO_ERROR
+(RFC 9114 §8.1), a graceful close; the player reconnects with backoff (reconnect.ts)."""
+
 
 def now_us() -> int:
     """CLOCK_MONOTONIC in µs: the clock of ``send_time_us`` and of the link emulator."""

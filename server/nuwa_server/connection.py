@@ -42,7 +42,13 @@ from aioquic.quic.events import (
 )
 
 from .ceiling import NuwaCeilingCongestionControl
-from .config import GRANT_FLOOD_CLOSE_CODE, PACKET_OVERHEAD_BYTES, WEBTRANSPORT_PATH, now_us
+from .config import (
+    GRANT_FLOOD_CLOSE_CODE,
+    PACKET_OVERHEAD_BYTES,
+    SHUTDOWN_CLOSE_CODE,
+    WEBTRANSPORT_PATH,
+    now_us,
+)
 from .context import ServerContext
 from .grants import FloodGuard
 from .send_loop import pump
@@ -232,17 +238,9 @@ class NuwaProtocol(QuicConnectionProtocol):
         if self.flooded:
             return
         self.flooded = True
-        reason = b"grant flood"
-        payload = GRANT_FLOOD_CLOSE_CODE.to_bytes(4, "big") + reason
-        capsule = encode_uint_var(CLOSE_WEBTRANSPORT_SESSION_CAPSULE) + encode_uint_var(
-            len(payload)) + payload
         others = [s for s in self._sessions.values() if s is not session]
         for s in [session, *others] if session is not None else others:
-            if self._h3 is not None:
-                try:
-                    self._h3.send_data(s.session_id, capsule, end_stream=False)
-                except Exception:  # noqa: BLE001 - the stream may already be closed
-                    logger.debug("could not send the close capsule", exc_info=True)
+            self._send_close_capsule(s, GRANT_FLOOD_CLOSE_CODE, "grant flood")
             self._close_session(s, "grant_flood" if s is session else "connection_grant_flood")
         self.transmit()
         self._loop.call_later(FLOOD_CONNECTION_CLOSE_DELAY_S, self._close_connection_for_flood)
@@ -251,10 +249,28 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._quic.close(error_code=GRANT_FLOOD_CLOSE_CODE, reason_phrase="grant flood")
         self.transmit()
 
-    def close_all(self, reason: str) -> None:
-        """Close every session (server shutdown) and the connection."""
+    def _send_close_capsule(self, session: NuwaSession, code: int, reason: str) -> None:
+        """CLOSE_WEBTRANSPORT_SESSION capsule on the session's CONNECT stream: u32 code +
+        UTF-8 reason (draft-ietf-webtrans-http3-02 §5, RFC 9297 §3.2); the page's
+        ``WebTransport.closed`` resolves with them."""
+        if self._h3 is None:
+            return
+        payload = code.to_bytes(4, "big") + reason.encode()[:1024]
+        capsule = encode_uint_var(CLOSE_WEBTRANSPORT_SESSION_CAPSULE) + encode_uint_var(
+            len(payload)) + payload
+        try:
+            self._h3.send_data(session.session_id, capsule, end_stream=False)
+        except Exception:  # noqa: BLE001 - the stream may already be closed
+            logger.debug("could not send the close capsule", exc_info=True)
+
+    def close_all(self, reason: str, code: int = SHUTDOWN_CLOSE_CODE,
+                  text: str = "server shutting down") -> None:
+        """Close every session (server shutdown) with a CLOSE_WEBTRANSPORT_SESSION capsule
+        (``code``, ``text``), log each as ``reason``, then close the connection."""
         for session in list(self._sessions.values()):
+            self._send_close_capsule(session, code, text)
             self._close_session(session, reason)
+        self.transmit()
         self.close()
 
     # ------------------------------------------------------------------ sending

@@ -4,7 +4,8 @@ Usage::
 
     python -m nuwa_server.server --host :: --port 4433 --cc nuwa|cubic|reno \\
         --content-root DIR --state-dir DIR [--log-dir DIR] [--qlog-dir DIR] \\
-        [--frame-payload-bytes 1200] [--cert PEM --key PEM] [--ws-port P]
+        [--frame-payload-bytes 1200] [--cert PEM --key PEM] [--ws-port P] \\
+        [--site DIR [--site-port P]] [--log-format text|json]
 
 On start it prints one JSON line to stdout and flushes it::
 
@@ -13,9 +14,12 @@ On start it prints one JSON line to stdout and flushes it::
 
 (``cert_sha256_hex`` is null with ``--cert/--key``; ``ws_port`` is the TCP
 port of the WebSocket endpoint with ``--ws-port``, else null: see
-:mod:`.websocket`, plain ``ws:`` in dev mode, ``wss:`` with ``--cert/--key``).
-Everything else goes to
-stderr. SIGINT/SIGTERM close the sessions (summaries written) and exit 0.
+:mod:`.websocket`, plain ``ws:`` in dev mode, ``wss:`` with ``--cert/--key``;
+``site_port`` is the TCP port of the HTTPS page with ``--site``, else null: see
+:mod:`.site`). Everything else goes to stderr (``--log-format json``: one JSON object
+per line, :mod:`.logformat`). SIGINT/SIGTERM end every session with a reason (a
+CLOSE_WEBTRANSPORT_SESSION capsule, code ``SHUTDOWN_CLOSE_CODE``, "server shutting
+down"; summaries written) and exit 0.
 """
 
 from __future__ import annotations
@@ -45,8 +49,10 @@ from .certs import CertInfo, ensure_dev_cert, load_cert_info
 from .config import CC_MODES, SessionConfig
 from .connection import NuwaProtocol
 from .context import ServerContext
+from .logformat import configure_logging
 from .oracle_sender import ORACLE_HEADROOM_MS, SentBytesTransport
 from .oracle_wire import OracleMessageError, decode_report
+from .site import Site, start_site
 from .websocket import start_ws_server
 
 logger = logging.getLogger("nuwa_server.server")
@@ -77,6 +83,8 @@ class RunningServer:
     ws_port: int | None = None
     """TCP port of the WebSocket endpoint (:mod:`.websocket`), when started."""
     ws_server: Any = None
+    site: Site | None = None
+    """The HTTPS page (:mod:`.site`), when started with ``--site``."""
 
     def renew_dev_cert(self, now: dt.datetime | None = None) -> bool:
         """Dev mode: replace the certificate if it is within 2 days of expiry (certs.py).
@@ -107,7 +115,16 @@ class RunningServer:
             "host": host,
             "oracle_port": self.oracle_port,
             "ws_port": self.ws_port,
+            "site_port": self.site.port if self.site is not None else None,
         }
+
+    async def shutdown(self) -> None:
+        """Graceful stop (SIGTERM): WebSocket sessions end with their reason first (their
+        close needs the loop), then :meth:`close`."""
+        if self.ws_server is not None:
+            conns = list(getattr(self.ws_server, "nuwa_connections", ()))
+            await asyncio.gather(*(c.shutdown() for c in conns), return_exceptions=True)
+        self.close()
 
     def close(self) -> None:
         """Close every session and connection, then the sockets."""
@@ -117,6 +134,8 @@ class RunningServer:
         self.quic_server.close()
         if self.ws_server is not None:
             self.ws_server.close()
+        if self.site is not None:
+            self.site.close()
         if self.oracle_transport is not None:
             self.oracle_transport.close()
         self.context.close_oracle_log()
@@ -299,7 +318,13 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--ws-port", type=int, default=None,
                    help="also serve the WebSocket fallback (browsers without WebTransport, "
                    "PROTOCOL.md) on this TCP port, 0 = any (default: off)")
+    p.add_argument("--site", help="serve this directory (the player page) over HTTPS on TCP, "
+                   "with /nuwa-config.json telling the page the session's port and hash")
+    p.add_argument("--site-port", type=int, default=None,
+                   help="TCP port of --site (default: the QUIC port's number; 0 = any)")
     p.add_argument("--log-level", default="INFO", help="stderr log level (default INFO)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="stderr log lines: text, or one JSON object per line (default text)")
     return p
 
 
@@ -346,11 +371,18 @@ async def _run(args: argparse.Namespace) -> int:
         ws_port=args.ws_port,
         oracle_headroom_ms=args.oracle_headroom_ms,
     )
+    if args.site:
+        server.site = start_site(
+            args.site, args.host, server.port if args.site_port is None else args.site_port,
+            server.cert.cert_path, server.cert.key_path,
+            {"port": server.port, "path": "/nuwa", "ws_port": server.ws_port,
+             "cert_sha256_hex": None if args.cert else server.cert.cert_sha256_hex})
     effective = {"event": "config", **asdict(config), "host": args.host, "port": server.port,
                  "quic_congestion_control": config.quic_congestion_control,
                  "qlog_dir": args.qlog_dir, "cert_path": str(server.cert.cert_path),
                  "cert_not_after": server.cert.not_after.isoformat(),
-                 "cert_generated": server.cert.generated}
+                 "cert_generated": server.cert.generated,
+                 "site": args.site, "site_port": server.site.port if server.site else None}
     logger.info("%s", json.dumps(effective))
     if not config.frame_fits_one_packet:
         logger.warning("a %d-byte frame does not fit one %d-byte QUIC packet: frames will "
@@ -366,7 +398,7 @@ async def _run(args: argparse.Namespace) -> int:
     renewer = asyncio.create_task(_renew_dev_cert_forever(server))
     await stop.wait()
     renewer.cancel()
-    server.close()
+    await server.shutdown()
     await asyncio.sleep(0.05)  # let CONNECTION_CLOSE packets leave
     return 0
 
@@ -374,11 +406,7 @@ async def _run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m nuwa_server.server`` / ``nuwa-server``."""
     args = build_arg_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.log_level, args.log_format)
     try:
         return asyncio.run(_run(args))
     except (ValueError, OSError) as exc:

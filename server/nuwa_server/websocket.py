@@ -100,6 +100,7 @@ class WsNuwaConnection:
         self._kick = asyncio.Event()
         self.grant_records = 0
         self.bad_frames = 0
+        self.shutting_down = False
         if context.on_session is not None:
             context.on_session(self.session)
         logger.info("session %s opened over websocket (cc=%s)", name, self._config.cc)
@@ -108,6 +109,7 @@ class WsNuwaConnection:
         """Serve until the client or the server closes the WebSocket."""
         pump = asyncio.create_task(self._pump())
         reason = "client_closed"
+        self._run_task = asyncio.current_task()
         try:
             async for message in self._ws:
                 if isinstance(message, str):
@@ -116,9 +118,14 @@ class WsNuwaConnection:
                 if not self._on_message(message):
                     reason = "grant_flood"
                     break
+        except asyncio.CancelledError:
+            if not self.shutting_down:
+                raise
         except Exception as exc:  # noqa: BLE001 - connection lost: end the session
             reason = f"connection_lost:{type(exc).__name__}"
         finally:
+            if self.shutting_down:
+                reason = "server_shutdown"
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
@@ -130,6 +137,23 @@ class WsNuwaConnection:
             for stream_id in self.session.close(reason):
                 with contextlib.suppress(Exception):
                     await self._ws.send(encode_reset_stream(stream_id, WS_STREAM_GONE))
+            if reason == "server_shutdown":
+                # The close frame carries the reason: the polyfill resolves `closed` with the
+                # WebSocket's code and reason (an APPLICATION_CLOSE frame's reason it keeps only
+                # for failing streams), so the page sees "server shutting down" either way.
+                with contextlib.suppress(Exception):
+                    await self._ws.close(1001, "server shutting down")
+
+    async def shutdown(self) -> None:
+        """Server shutdown: end the session as ``server_shutdown`` and close the WebSocket
+        with 1001 (going away, RFC 6455 §7.4.1) and the reason "server shutting down", the
+        QUIC path's capsule text."""
+        self.shutting_down = True
+        task = getattr(self, "_run_task", None)
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), 2.0)
 
     def _on_message(self, message: bytes) -> bool:
         """Handle one frame; returns False when the session must close (flood)."""
@@ -260,6 +284,7 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
     from websockets.http11 import Response
 
     counter = {"n": 0}
+    live: set[WsNuwaConnection] = set()
 
     def process_request(connection: Any, request: Any) -> Response | None:
         if request.path.split("?", 1)[0] != WEBTRANSPORT_PATH:
@@ -277,7 +302,11 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = WsNuwaConnection(ws, context, counter["n"])
-        await conn.run()
+        live.add(conn)
+        try:
+            await conn.run()
+        finally:
+            live.discard(conn)
 
     # asyncio binds "::" IPv6-only (IPV6_V6ONLY): bind a dual-stack socket ourselves.
     where: dict[str, Any] = {"host": host, "port": port}
@@ -287,7 +316,7 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(("::", port))
         where = {"sock": sock}
-    return await serve(
+    server = await serve(
         handler, **where,
         subprotocols=[WS_SUBPROTOCOL],  # type: ignore[list-item]
         process_request=process_request,
@@ -297,3 +326,5 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
         write_limit=0,  # send() returns once the kernel took every byte (module doc)
         ssl=ssl_context,
     )
+    server.nuwa_connections = live  # type: ignore[attr-defined]  # for RunningServer.shutdown
+    return server

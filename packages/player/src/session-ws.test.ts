@@ -113,6 +113,39 @@ describe("chooseTransport", () => {
   });
 });
 
+describe("auto: a failed WebTransport handshake falls back to the WebSocket endpoint the site named", () => {
+  class RefusedWebTransport {
+    static made = 0;
+    readonly ready: Promise<void>;
+    readonly closed: Promise<never>;
+    constructor() {
+      RefusedWebTransport.made++;
+      const err = new Error("Opening handshake failed.");
+      this.ready = Promise.reject(err);
+      this.closed = Promise.reject(err);
+      this.ready.catch(() => {});
+      this.closed.catch(() => {});
+    }
+    close(): void {}
+  }
+  it("uses the WebSocket when websocket_url is given, and only then; a forced transport never falls back", async () => {
+    g.WebTransport = RefusedWebTransport;
+    try {
+      const s = await NuwaSession.connect({ url: "https://localhost:4433/nuwa", websocket_url: "wss://localhost:4433/nuwa", tick_interval_ms: 2 });
+      expect(RefusedWebTransport.made).toBe(1);
+      expect(s.transport).toBe("websocket");
+      expect(FakeWebSocket.last!.url).toBe("wss://localhost:4433/nuwa");
+      const r = await s.request({ op: "get", path: "/a.m4s" });
+      expect(new TextDecoder().decode(r.body!)).toBe("body of /a.m4s");
+      s.close();
+      await expect(NuwaSession.connect({ url: "https://localhost:4433/nuwa" })).rejects.toThrow(/handshake failed/);
+      await expect(NuwaSession.connect({ url: "https://localhost:4433/nuwa", websocket_url: "wss://localhost:4433/nuwa", transport: "webtransport" })).rejects.toThrow(/handshake failed/);
+    } finally {
+      delete g.WebTransport;
+    }
+  });
+});
+
 describe("NuwaSession over the WebSocket polyfill", () => {
   it("sends requests on bidi streams and grants as 44-byte records on uni stream 2", async () => {
     const s = await NuwaSession.connect({ url: "https://127.0.0.1:4433/nuwa", websocket_url: "http://127.0.0.1:8443/nuwa?x=1", tick_interval_ms: 2 });

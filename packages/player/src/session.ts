@@ -46,7 +46,10 @@ export interface SessionOptions {
   url: string;
   /** SHA-256 of the server's certificate, hex (dev certificates only; production needs none). */
   serverCertificateHashHex?: string;
-  /** `auto` (default): WebTransport if the page has it, else the WebSocket fallback; or force one. */
+  /**
+   * `auto` (default): WebTransport if the page has it, else the WebSocket fallback; with
+   * `websocket_url` given, also the fallback when the WebTransport handshake fails. Or force one.
+   */
   transport?: "auto" | TransportKind;
   /**
    * URL of the server's WebSocket endpoint for the fallback (`--ws-port`), e.g.
@@ -228,7 +231,20 @@ export class NuwaSession {
    * @throws TypeError on a malformed certificate hash or transport; RangeError on a bad stall_timeout_ms; WebTransportError if the handshake fails; Error if the WebSocket fallback closes before it opens
    */
   static async connect(opts: SessionOptions): Promise<NuwaSession> {
-    const kind = chooseTransport(opts.transport ?? "auto");
+    const pref = opts.transport ?? "auto";
+    const kind = chooseTransport(pref);
+    try {
+      return await NuwaSession.open(opts, kind);
+    } catch (e) {
+      // `auto` with a WebSocket endpoint named: a WebTransport handshake that fails (UDP blocked
+      // on the path; or a certificate Chromium's QUIC refuses, e.g. one chaining to a locally
+      // installed root, which it accepts only for TCP TLS: docs/DEPLOY.md) falls back to it.
+      if (pref === "auto" && kind === "webtransport" && opts.websocket_url) return await NuwaSession.open(opts, "websocket");
+      throw e;
+    }
+  }
+
+  private static async open(opts: SessionOptions, kind: TransportKind): Promise<NuwaSession> {
     let wt: WebTransport;
     if (kind === "websocket") {
       // The polyfill ignores certificate hashes (a browser checks a wss: certificate itself).
