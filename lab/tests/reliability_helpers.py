@@ -14,7 +14,7 @@ from typing import Any
 from aioquic.buffer import Buffer
 from aioquic.h3.events import DataReceived, H3Event
 from aioquic.quic.events import ConnectionTerminated, QuicEvent
-from test_server import (
+from wt_harness import (
     WtClient,
 )
 

@@ -1,7 +1,7 @@
 """Issue 7 item 1: the grant flood guard (per session, per connection), the bound on sessions per
 connection, and session churn (the sessions list and the server's RSS stay flat).
 
-Real aioquic server in-process, aioquic WebTransport client (``test_server.WtClient``) on
+Real aioquic server in-process, aioquic WebTransport client (``wt_harness.WtClient``) on
 loopback; the long soak (a server process) behind ``NUWA_LONG=1``.
 """
 
@@ -22,7 +22,7 @@ from reliability_helpers import (
     _stop,
     download_with_grants,
 )
-from test_server import (
+from wt_harness import (
     WtClient,
     bulk_bytes,
     client_configuration,

@@ -24,7 +24,7 @@ from reliability_helpers import (
     _stop,
     download_with_grants,
 )
-from test_server import (
+from wt_harness import (
     WtClient,
     _wait_stall,
     bulk_bytes,

@@ -14,7 +14,7 @@ from reliability_helpers import (
     FRAME_BYTES,
     keep_granting,
 )
-from test_server import (
+from wt_harness import (
     bulk_bytes,
     read_jsonl,
     run,

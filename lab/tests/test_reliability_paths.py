@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from test_server import (
+from wt_harness import (
     read_jsonl,
     run,
     running_server,
