@@ -5,7 +5,7 @@
  * simulator for traces this machine cannot carry end to end and for the
  * parameter sweeps (papers' Fig. 8–10). Every run writes `bench.json` in its
  * own directory under `<out>/runs/`; the report (Markdown + PNG) is made by
- * `lab/nuwa_lab/bench_report.py` from those files and the run logs.
+ * `lab/nuwa_lab/bench_report/` (`python -m nuwa_lab.bench_report`) from those files and the run logs.
  *
  * Metrics are docs/DESIGN.md's, computed by bulk_metrics.py / play_metrics.py from
  * the emulator's log (truth) and the page's log. A run whose emulator timing

@@ -230,7 +230,7 @@ if (!values["report-only"]) {
   const sweeps: SweepPoint[] = doSweep || sweepOnly ? runSweeps(simTraces, 1000, simDuration, cc, log) : [];
   const fairness: FairnessPoint[] = doSweep || sweepOnly ? runFairness(cc, log) : [];
   // Issue 14: the offline frontier (SIMULATED, seconds) of the traces run in bulk, on the deep queue,
-  // for the report's "distance to the frontier" (bench_report.py reads frontier.json).
+  // for the report's "distance to the frontier" (lab/nuwa_lab/bench_report/frontier.py reads frontier.json).
   const frontierQueue = opts.queues.find((q) => q >= DEEP_MIN_PACKETS);
   if (!sweepOnly && opts.bulk_schemes.length > 0 && opts.traces.length > 0 && frontierQueue !== undefined) {
     const fr = computeFrontiers(opts.traces, { duration_s: bulkDuration, queue_packets: frontierQueue, one_way_delay_ms: opts.delay_ms }, (s) => log(`frontier ${s}`));

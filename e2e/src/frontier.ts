@@ -1,7 +1,7 @@
 /**
  * The offline frontier of traces as JSON (issue 14): `./nuwa frontier` and the frontier file that
- * `./nuwa bench` writes beside its runs (`frontier.json`, read by bench_report.py). Simulated, in
- * process (packages/cc/src/sim/frontier.ts; docs/DESIGN.md §7 "The offline frontier").
+ * `./nuwa bench` writes beside its runs (`frontier.json`, read by
+ * lab/nuwa_lab/bench_report/frontier.py). Simulated, in process (packages/cc/src/sim/frontier.ts; docs/DESIGN.md §7 "The offline frontier").
  */
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
@@ -17,7 +17,7 @@ import {
 } from "../../packages/cc/src/sim/frontier.js";
 import { parseMahimahiTrace } from "../../packages/cc/src/sim/trace.js";
 
-/** A queue of at least this many packets counts as deep (bench_report.py DEEP_MIN_PACKETS), packets. */
+/** A queue of at least this many packets counts as deep (lab/nuwa_lab/bench_report/markdown.py DEEP_MIN_PACKETS), packets. */
 export const DEEP_MIN_PACKETS = 500;
 
 /** Utilizations at which `p95_at_utilization_ms` reports the frontier (issue 14 report), 0..1. */

@@ -1,5 +1,5 @@
 """The lab's tests drive the product with the product tests' aioquic WebTransport client
-(``server/tests/test_server.py``: ``WtClient``, ``running_server``, ...), so that folder is
+(``server/tests/wt_harness.py``: ``WtClient``, ``running_server``, ...), so that folder is
 importable from here whichever folders pytest is given."""
 
 from __future__ import annotations

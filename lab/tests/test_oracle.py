@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_server import _wait_stall, read_jsonl, run, running_server, session_logs, wt_client
+from wt_harness import _wait_stall, read_jsonl, run, running_server, session_logs, wt_client
 
 from nuwa_lab.emulator import constant_rate_trace, load_trace
 from nuwa_lab.emulator.oracle import (

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from aioquic.asyncio.client import connect
-from test_server import WtClient, client_configuration, run
+from wt_harness import WtClient, client_configuration, run
 
 from nuwa_server.protocol import Grant
 

@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
-from test_server import WtClient, bulk_bytes, client_configuration, run, running_server
+from wt_harness import WtClient, bulk_bytes, client_configuration, run, running_server, wt_client
 
 from nuwa_server.certs import DEV_CERT_FILE, load_cert_info
 from nuwa_server.config import SessionConfig
@@ -171,5 +171,69 @@ def test_dev_certificate_is_renewed_while_the_server_runs(tmp_path: Path) -> Non
                 assert peer_old is not None
                 assert hashlib.sha256(peer_old.public_bytes(
                     serialization.Encoding.DER)).hexdigest() == first
+
+    run(main())
+
+
+def test_dev_cert_shape_and_renewal(tmp_path: Path) -> None:
+    """ECDSA P-256, 10-day validity (≤ 14 for Chromium), SANs, hash of the DER, kept
+    across starts, renewed within 2 days of expiry or when unreadable."""
+    import datetime as dt
+    import hashlib
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from nuwa_server.certs import ensure_dev_cert
+
+    state = tmp_path / "state"
+    first = ensure_dev_cert(state)
+    assert first.generated
+    cert = x509.load_pem_x509_certificate(first.cert_path.read_bytes())
+    key = cert.public_key()
+    assert isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1"
+    validity = cert.not_valid_after_utc - cert.not_valid_before_utc
+    assert validity == dt.timedelta(days=10) <= dt.timedelta(days=14)
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in san.get_values_for_type(x509.DNSName)
+    assert {str(ip) for ip in san.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", "::1"}
+    der = cert.public_bytes(serialization.Encoding.DER)
+    assert first.cert_sha256_hex == hashlib.sha256(der).hexdigest()
+    assert oct(first.key_path.stat().st_mode & 0o777) == "0o600"
+
+    again = ensure_dev_cert(state)
+    assert not again.generated and again.cert_sha256_hex == first.cert_sha256_hex
+    now = dt.datetime.now(dt.UTC)
+    assert not ensure_dev_cert(state, now + dt.timedelta(days=7)).generated
+    renewed = ensure_dev_cert(state, now + dt.timedelta(days=8, hours=1))
+    assert renewed.generated and renewed.cert_sha256_hex != first.cert_sha256_hex
+    first.cert_path.write_text("garbage")
+    assert ensure_dev_cert(state).generated
+
+
+def test_production_cert_mode(tmp_path: Path) -> None:
+    """--cert/--key: served with that certificate; the ready line carries no hash."""
+    import datetime as dt
+
+    from nuwa_server.certs import generate_dev_cert
+
+    cert_pem, key_pem = generate_dev_cert(dt.datetime.now(dt.UTC))
+    (tmp_path / "c.pem").write_bytes(cert_pem)
+    (tmp_path / "k.pem").write_bytes(key_pem)
+
+    async def main() -> None:
+        server = await start_server(SessionConfig(cc="cubic"), host="127.0.0.1", port=0,
+                                    cert_path=str(tmp_path / "c.pem"),
+                                    key_path=str(tmp_path / "k.pem"))
+        try:
+            ready = server.ready_line("127.0.0.1", production=True)
+            assert ready["cert_sha256_hex"] is None and ready["port"] == server.port
+            async with wt_client(server, host="127.0.0.1") as client:
+                assert await client.open_session() == 200
+                r = await client.wait(client.request({"v": 1, "op": "get", "path": "/x"}))
+                assert r.error["status"] == 404  # no content root configured
+        finally:
+            server.close()
 
     run(main())

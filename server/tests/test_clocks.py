@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_server import run, running_server, wt_client
+from wt_harness import run, running_server, wt_client
 
 from nuwa_server.config import now_us
 

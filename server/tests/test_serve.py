@@ -20,7 +20,7 @@ import pytest
 from aioquic.asyncio.client import connect
 from aioquic.buffer import Buffer
 from aioquic.h3.events import DataReceived, H3Event
-from test_server import WtClient, client_configuration, run
+from wt_harness import WtClient, client_configuration, run
 
 from nuwa_server.certs import ensure_dev_cert
 from nuwa_server.config import SHUTDOWN_CLOSE_CODE

@@ -1,0 +1,30 @@
+"""The schemes the report knows: their names, order and plot colours, in one place.
+
+A new scheme gets its colour in ``COLORS`` and, for bulk runs, its place in
+``BULK_SCHEME_ORDER`` (schemes not listed come after the listed ones, sorted).
+"""
+
+from __future__ import annotations
+
+PLAY_ALIASES = {"cubic": "dashjs", "observe": "nuwa_cubic"}
+"""Old names of video schemes (e2e/src/play.ts PLAY_ALIASES)."""
+LADDER = ("dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic")
+"""The video ladder, each scheme one factor from its neighbour (e2e/src/play.ts PLAY_LADDER)."""
+LADDER_STEPS = (
+    ("dashjs", "dashjs_grants", "Nuwa's grants instead of the server's cubic (dash.js unchanged)"),
+    ("dashjs_grants", "dashjs_nuwa_estimate", "Nuwa's estimate fed to dash.js's rules"),
+    ("dashjs_nuwa_estimate", "nuwa", "Nuwa's ABR rule instead of dash.js's rules"),
+    ("nuwa", "nuwa_cubic", "the server's cubic instead of Nuwa's grants (Nuwa ABR unchanged)"),
+)
+"""Neighbouring rungs of the ladder (from, to, the one factor that changes)."""
+NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"})
+"""Video schemes whose ABR decides on Nuwa's estimate (the others on dash.js's own)."""
+BULK_SCHEME_ORDER = ("nuwa", "nuwa_adaptive", "nuwa_raw", "oracle", "cubic", "reno", "dashjs",
+                     "dashjs_nuwa_estimate", "observe")
+"""Order of the bulk schemes in tables and plots."""
+COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_raw": "C5", "oracle": "k", "cubic": "C3",
+          "reno": "C1",
+          "dashjs": "C3",
+          "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
+          "nuwa_cubic": "C4", "aimd": "C3"}
+"""Matplotlib colour of each scheme in the plots (others: ``C5``)."""
