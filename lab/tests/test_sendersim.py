@@ -17,6 +17,7 @@ from nuwa_lab.emulator import constant_rate_trace
 from nuwa_lab.sendersim import SimConfig, schemes, simulate
 from nuwa_lab.sendersim.cli import main
 from nuwa_lab.sendersim.core import FlowTruth
+from nuwa_lab.sendersim.gap import row, simulate_like
 from nuwa_lab.sendersim.metrics import jain_index, starved_seconds
 from nuwa_lab.sendersim.quic import WIRE_BYTES
 
@@ -120,3 +121,20 @@ def test_cli_writes_the_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "flow 1 reno" in capsys.readouterr().out
     assert main(["--flows", "cubic,nope", "--link-mbps", "5", "--duration", "1",
                  "--json", str(out)]) == 2
+
+
+def test_gap_row_simulates_the_runs_window(tmp_path: Path) -> None:
+    trace = tmp_path / "c5.mahi"
+    trace.write_text("".join(f"{t}\n" for t in constant_rate_trace(5e6).opportunities_ms))
+    run = {"id": "r1", "scheme": "cubic", "queue_packets": 200,
+           "trace": {"path": str(trace), "name": "c5"},
+           "metrics": {"window_s": [4.0, 12.0], "utilization": 0.5, "loss_rate": 0.01,
+                       "queuing_delay_ms": {"mean": 10.0, "p50": 9.0, "p95": 30.0}}}
+    sim = simulate_like(run)
+    assert sim["config"]["first_start_s"] == pytest.approx(4.0 - 2.0 - 0.075)
+    assert sim["config"]["duration_s"] == 12.0
+    assert sim["utilization"] > 0.9  # the window leaves out the start: the flow fills the link
+    cells = row(run, sim).split(" | ")
+    assert cells[:3] == ["| c5", "cubic", "r1"]
+    e2e, simulated = cells[3].split(" → ")
+    assert e2e == "0.500" and float(simulated) == pytest.approx(sim["utilization"], abs=1e-3)

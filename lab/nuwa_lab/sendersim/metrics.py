@@ -5,9 +5,9 @@ Definitions (window [a, b) in ms; a flow's own window starts at its start time):
 * ``goodput_bps``: new frame payload the receiver got (each frame once), bits ÷ seconds, over
   the flow's lifetime [start, end).
 * ``share``: the flow's payload over the fairness window ÷ all flows' payload there.
-* ``queuing_delay_ms`` {mean, p50, p95}: per packet of the flow, departure opportunity −
-  arrival at the queue (the emulator's truth, docs/DESIGN.md "How it is measured"); nearest
-  rank percentiles; over the whole run.
+* ``queuing_delay_ms`` {mean, p50, p95}: per packet of the flow that arrived at the queue in
+  the measured window, departure opportunity − arrival at the queue (the emulator's truth,
+  docs/DESIGN.md "How it is measured"); nearest-rank percentiles.
 * ``starved_s``: seconds of the flow's lifetime spent in runs of more than ``STARVE_MIN_S``
   consecutive 1 s bins in each of which the flow's wire bytes through the bottleneck were
   below ``STARVE_FRACTION`` × its fair share, the bin's trace capacity ÷ the flows started by
@@ -15,7 +15,8 @@ Definitions (window [a, b) in ms; a flow's own window starts at its start time):
 * ``jain_index``: Jain, Chiu & Hawe 1984 (Eq. 1) over the flows' goodputs over the fairness
   window, the last ``FAIR_WINDOW_S`` s (each flow from max(window start, its start)).
 * ``utilization``: bytes that left the bottleneck ÷ the trace's capacity (1504 bytes per
-  opportunity) over [first start, end), as ``bulk_metrics.py``'s utilization.
+  opportunity) over the measured window [first start + warm-up, end), as
+  ``bulk_metrics.py``'s utilization (which leaves out a 2 s warm-up).
 """
 
 from __future__ import annotations
@@ -85,10 +86,13 @@ def starved_seconds(start_ms: float, truth: FlowTruth, cap_bins: Sequence[int],
 
 def summarize(schemes: Sequence[str], starts_ms: Sequence[float],
               delivered: Sequence[tuple[Sequence[float], Sequence[int]]],
-              truth: Sequence[FlowTruth], trace: Trace, end_ms: int) -> dict[str, Any]:
+              truth: Sequence[FlowTruth], trace: Trace, end_ms: int,
+              from_ms: float | None = None) -> dict[str, Any]:
     """The result dict of a run (module doc): ``flows[]``, ``jain_index``, ``utilization``,
     ``queuing_delay_ms`` over all packets. ``delivered[i]``: flow i's (arrival ms, payload
-    bytes) per new frame; ``truth[i]``: the bottleneck's view of flow i."""
+    bytes) per new frame; ``truth[i]``: the bottleneck's view of flow i. ``from_ms``: where
+    utilization and queuing delay start (default: the first flow's start)."""
+    first = min(starts_ms) if from_ms is None else from_ms
     fair_from = max(0.0, end_ms - FAIR_WINDOW_S * 1000)
     fair_bps = []
     for (ts, bs), s in zip(delivered, starts_ms, strict=True):
@@ -101,7 +105,8 @@ def summarize(schemes: Sequence[str], starts_ms: Sequence[float],
     for i, scheme in enumerate(schemes):
         ts, bs = delivered[i]
         tr = truth[i]
-        qd = [q for t, q in zip(tr.depart_ms, tr.queue_delay_ms, strict=True) if t < end_ms]
+        qd = [q for t, q in zip(tr.depart_ms, tr.queue_delay_ms, strict=True)
+              if first <= t - q < end_ms]
         all_qd += qd
         life_ms = max(1.0, end_ms - starts_ms[i])
         flows.append({
@@ -115,8 +120,7 @@ def summarize(schemes: Sequence[str], starts_ms: Sequence[float],
             "dropped_packets": tr.dropped_packets,
             "loss_rate": tr.dropped_packets / max(1, tr.sent_packets),
         })
-    first = int(min(starts_ms))
-    offered = len(trace.opportunities_between_ms(first, end_ms)) * PACKET_SIZE_BYTES
+    offered = len(trace.opportunities_between_ms(math.ceil(first), end_ms)) * PACKET_SIZE_BYTES
     left = sum(_sum_between(tr.depart_ms, tr.size_bytes, first, end_ms) for tr in truth)
     return {
         "flows": flows,

@@ -2,8 +2,8 @@
 
 :func:`simulate` builds the path (:mod:`.core`), one sender and receiver per flow (a QUIC flow
 of a registered controller, :mod:`.quic`; or a Nuwa flow, :mod:`.nuwa`), starts flow i at
-i × ``start_gap_s`` plus a seeded jitter of up to ``START_JITTER_MS`` (so flows that start
-together are not in lockstep), runs ``duration_s`` of simulated time and returns
+``first_start_s`` + i × ``start_gap_s`` plus a seeded jitter of up to ``START_JITTER_MS`` (so
+flows that start together are not in lockstep), runs ``duration_s`` of simulated time and returns
 :func:`.metrics.summarize`'s figures with the run's parameters. Deterministic for a given
 input and seed.
 """
@@ -30,7 +30,10 @@ START_JITTER_MS = 10.0
 class SimConfig:
     """A run's parameters: one-way propagation delay each way (ms), drop-tail limit
     (packets; None: unbounded), the receivers' ACK policy (every ``ack_every`` packets,
-    ``max_ack_delay_ms``), the gap between flow starts (s), simulated time (s), the seed."""
+    ``max_ack_delay_ms``), the gap between flow starts (s), simulated time (s; the run ends
+    then, on the trace's clock), the seed, the first flow's start on the trace's clock (s;
+    an end-to-end run's download starts seconds into the trace) and the warm-up after it
+    that utilization and queuing delay leave out (s; ``bulk_metrics.py`` leaves out 2)."""
 
     one_way_delay_ms: float = 25.0
     queue_packets: int | None = 1000
@@ -39,6 +42,8 @@ class SimConfig:
     start_gap_s: float = 0.0
     duration_s: float = 60.0
     seed: int = 1
+    first_start_s: float = 0.0
+    warmup_s: float = 0.0
 
 
 def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]:
@@ -60,7 +65,8 @@ def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]
     closers: list[Callable[[], None]] = []
     try:
         for i, scheme in enumerate(schemes):
-            start_ms = i * cfg.start_gap_s * 1000 + rng.uniform(0, START_JITTER_MS)
+            start_ms = ((cfg.first_start_s + i * cfg.start_gap_s) * 1000
+                        + rng.uniform(0, START_JITTER_MS))
             starts_ms.append(start_ms)
             receiver = _make_flow(path, scheme, start_ms, cfg, closers)
             receivers.append(receiver)
@@ -70,7 +76,7 @@ def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]
             close()
     end_ms = int(cfg.duration_s * 1000)
     out = summarize(schemes, starts_ms, [(r.delivered_ms, r.delivered_bytes) for r in receivers],
-                    path.truth, trace, end_ms)
+                    path.truth, trace, end_ms, min(starts_ms) + cfg.warmup_s * 1000)
     out["config"] = {"schemes": schemes, "trace": trace.name, **cfg.__dict__}
     return out
 
