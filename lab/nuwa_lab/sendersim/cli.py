@@ -33,6 +33,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ack-every", type=int, default=2, help="receiver ACKs every N packets")
     p.add_argument("--duration", type=float, required=True, help="simulated time, s")
     p.add_argument("--seed", type=int, default=1, help="seed of the start jitter")
+    p.add_argument("--first-start-s", type=float, default=0.0,
+                   help="the first flow starts this far into the trace, s")
+    p.add_argument("--warmup-s", type=float, default=0.0,
+                   help="utilization and queuing delay leave out this much after it, s")
     p.add_argument("--json", type=Path, required=True, help="write the result here")
     return p.parse_args(argv)
 
@@ -45,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         trace = load_trace(a.trace) if a.trace else constant_rate_trace(a.link_mbps * 1e6)
         cfg = SimConfig(one_way_delay_ms=a.delay_ms, queue_packets=a.queue_packets,
                         ack_every=a.ack_every, start_gap_s=a.start_gap_s,
-                        duration_s=a.duration, seed=a.seed)
+                        duration_s=a.duration, seed=a.seed, first_start_s=a.first_start_s,
+                        warmup_s=a.warmup_s)
         t0 = time.process_time()
         out = simulate(names, trace, cfg)
     except (TraceError, ValueError) as exc:
