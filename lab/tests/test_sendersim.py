@@ -41,6 +41,9 @@ def test_two_staggered_cubic_flows_converge() -> None:
     assert out["jain_index"] >= 0.9
     assert out["utilization"] >= 0.9
     assert sum(f["share"] for f in out["flows"]) == pytest.approx(1.0)
+    # the series: the second flow carries nothing before its start, then about half
+    late = out["flows"][1]["throughput_bps_1s"]
+    assert late[:4] == [0, 0, 0, 0] and 0.3 < late[-1] / out["capacity_bps_1s"][-1] < 0.7
 
 
 @pytest.mark.skipif(os.environ.get("NUWA_LONG") != "1", reason="long form: NUWA_LONG=1")

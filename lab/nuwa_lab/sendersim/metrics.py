@@ -17,6 +17,8 @@ Definitions (window [a, b) in ms; a flow's own window starts at its start time):
 * ``utilization``: bytes that left the bottleneck ÷ the trace's capacity (1504 bytes per
   opportunity) over the measured window [first start + warm-up, end), as
   ``bulk_metrics.py``'s utilization (which leaves out a 2 s warm-up).
+* Series for plots and convergence times: ``flows[].throughput_bps_1s`` (the flow's bytes
+  through the bottleneck per 1 s bin, bit/s) and ``capacity_bps_1s`` (the trace's, bit/s).
 """
 
 from __future__ import annotations
@@ -65,14 +67,20 @@ def capacity_bins(trace: Trace, end_ms: int) -> list[int]:
     return bins
 
 
+def bytes_per_s(truth: FlowTruth, n_bins: int) -> list[int]:
+    """Bytes of a flow that left the bottleneck in each 1 s bin [k s, k+1 s), k < n_bins."""
+    out = [0] * n_bins
+    for t, size in zip(truth.depart_ms, truth.size_bytes, strict=True):
+        k = int(t // 1000)
+        if k < n_bins:
+            out[k] += size
+    return out
+
+
 def starved_seconds(start_ms: float, truth: FlowTruth, cap_bins: Sequence[int],
                     starts_ms: Sequence[float]) -> int:
     """Seconds in runs of > STARVE_MIN_S starving bins (module doc)."""
-    mine = [0] * len(cap_bins)
-    for t, size in zip(truth.depart_ms, truth.size_bytes, strict=True):
-        k = int(t // 1000)
-        if k < len(mine):
-            mine[k] += size
+    mine = bytes_per_s(truth, len(cap_bins))
     total = run = 0
     for k in range(math.ceil(start_ms / 1000), len(cap_bins)):
         active = sum(1 for s in starts_ms if s <= k * 1000)
@@ -119,6 +127,7 @@ def summarize(schemes: Sequence[str], starts_ms: Sequence[float],
             "sent_packets": tr.sent_packets,
             "dropped_packets": tr.dropped_packets,
             "loss_rate": tr.dropped_packets / max(1, tr.sent_packets),
+            "throughput_bps_1s": [8 * b for b in bytes_per_s(tr, len(cap))],
         })
     offered = len(trace.opportunities_between_ms(math.ceil(first), end_ms)) * PACKET_SIZE_BYTES
     left = sum(_sum_between(tr.depart_ms, tr.size_bytes, first, end_ms) for tr in truth)
@@ -127,6 +136,7 @@ def summarize(schemes: Sequence[str], starts_ms: Sequence[float],
         "jain_index": jain_index(fair_bps) if any(fair_bps) else 0.0,
         "utilization": left / offered if offered else 0.0,
         "queuing_delay_ms": _qd(all_qd),
+        "capacity_bps_1s": [8 * b for b in cap],
         "definitions": {"starved": f"< {STARVE_FRACTION} x fair share (1 s bins) for "
                                    f"> {STARVE_MIN_S} s", "fair_window_s": FAIR_WINDOW_S},
     }
