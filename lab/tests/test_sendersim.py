@@ -13,7 +13,7 @@ from aioquic.quic.congestion.base import register_congestion_control
 from aioquic.quic.congestion.reno import RenoCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
 
-from nuwa_lab.emulator import constant_rate_trace
+from nuwa_lab.emulator import constant_rate_trace, parse_trace
 from nuwa_lab.sendersim import SimConfig, schemes, simulate
 from nuwa_lab.sendersim.cli import main
 from nuwa_lab.sendersim.core import FlowTruth
@@ -141,3 +141,15 @@ def test_gap_row_simulates_the_runs_window(tmp_path: Path) -> None:
     assert cells[:3] == ["| c5", "cubic", "r1"]
     e2e, simulated = cells[3].split(" → ")
     assert e2e == "0.500" and float(simulated) == pytest.approx(sim["utilization"], abs=1e-3)
+
+
+def test_flows_resume_after_an_outage() -> None:
+    """3 s without an opportunity: aioquic's PTO probes (with a frame, or a PING) until the
+    link returns, and every flow fills it again (aioquic's Cubic is slow to: README)."""
+    base = constant_rate_trace(10e6).opportunities_ms
+    dark = parse_trace([f"{t + k * 1000}\n" for k in range(20) if not 5 <= k < 8 for t in base])
+    for scheme, back_by_s in (("reno", 9), ("cubic", 12)):
+        out = simulate([scheme], dark, SimConfig(duration_s=18, queue_packets=100))
+        tput, cap = out["flows"][0]["throughput_bps_1s"], out["capacity_bps_1s"]
+        assert tput[6:8] == [0, 0]
+        assert all(t >= 0.9 * c for t, c in zip(tput[back_by_s:], cap[back_by_s:], strict=True))

@@ -12,7 +12,9 @@ objects, one frame per packet as the server's ``QuicFrameTransport`` sends them:
 (connection.py ``can_send``; RFC 9002 §7) and aioquic's pacer has a packet's budget
 (``next_send_time`` is None, as aioquic's ``_write_application``). Lost frames (aioquic's
 delivery handler reports LOST) are sent again first, in stream order, in new packets (RFC 9000
-§13.3). A PTO's probe (aioquic ``_send_probe``) may exceed cwnd by one packet (RFC 9002 §7).
+§13.3). A PTO's probe (aioquic ``_send_probe``) may exceed cwnd by one packet (RFC 9002 §7);
+it carries the frame the PTO declared lost, or a PING when there is none and no new frame may
+go.
 Before data, one handshake round trip (a 1200-byte ack-eliciting packet outside bytes in
 flight) gives the RTT estimator and the pacer their first sample, as the QUIC handshake does.
 
@@ -49,6 +51,8 @@ MAX_DATAGRAM_BYTES = 1350
 """aioquic's max_datagram_size as the server configures it (``SessionConfig``), bytes."""
 HANDSHAKE_PACKET_BYTES = 1200
 """The handshake round trip's packet, bytes (an Initial is padded to 1200, RFC 9000 §14.1)."""
+PING_PACKET_BYTES = PACKET_OVERHEAD_BYTES
+"""A probe that carries no frame (a PING-only packet), bytes on the wire."""
 INITIAL_RTT_S = 0.1
 """aioquic's ``QuicConfiguration.initial_rtt`` default, s."""
 MAX_ACK_RANGES = 32
@@ -120,6 +124,7 @@ class QuicSender:
                               > rec.congestion_window):
                 break
             retx = bool(self._retx)
+            ping = probe and not retx and not self.may_send_new(now_s)
             if not retx and not probe and not self.may_send_new(now_s):
                 break
             wait_s = rec._pacer.next_send_time(now=now_s)
@@ -128,6 +133,11 @@ class QuicSender:
                     self.on_pacer_held()
                 self._wake(wait_s)
                 break
+            if ping:  # a probe with no data it may send: a PING (aioquic _write_application)
+                self._probe_pending = False
+                self._send_packet(-1, PING_PACKET_BYTES, in_flight=True)
+                rec._pacer.update_after_send(now=now_s)
+                continue
             if retx:
                 seq = heapq.heappop(self._retx)
                 self.frames_retransmitted += 1
