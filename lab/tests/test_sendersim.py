@@ -153,3 +153,9 @@ def test_flows_resume_after_an_outage() -> None:
         tput, cap = out["flows"][0]["throughput_bps_1s"], out["capacity_bps_1s"]
         assert tput[6:8] == [0, 0]
         assert all(t >= 0.9 * c for t, c in zip(tput[back_by_s:], cap[back_by_s:], strict=True))
+
+
+def test_nuwa_flows_share_one_bridge_and_the_link() -> None:
+    out = simulate(["nuwa", "nuwa"], LINK_10M, SimConfig(duration_s=20, start_gap_s=2))
+    assert out["jain_index"] >= 0.9  # the additive increase converges (README)
+    assert all(f["queuing_delay_ms"]["p95"] < 100 for f in out["flows"])

@@ -8,7 +8,8 @@ the real ``NuwaController`` and the player's ``GrantPolicy`` in a Node subproces
 (``e2e/src/load-controllers.ts``, the load generator's bridge: JSON lines, one reply per
 request), ticks it every 5 ms (``NuwaSession``'s timer, data expected throughout: a bulk
 download), gives it the first RTT sample (the page's first-byte RTT, here the base RTT), and
-sends each grant the policy asks for back over the path (a datagram: seq, cumulative bytes
+sends each grant the policy asks for back over the path (one bridge serves all of a run's Nuwa
+flows, one controller session each) (a datagram: seq, cumulative bytes
 received, window, echo of the last frame's stamp and hold time; PROTOCOL.md "Grants").
 
 Sender (:class:`NuwaSender`): a :class:`~.quic.QuicSender` whose controller is the server's
@@ -179,15 +180,13 @@ class NuwaReceiver(QuicReceiver):
                                    now_us))
 
     def close(self) -> None:
-        """Close the controller's session and the bridge."""
-        try:
-            self.bridge.call({"o": "close", "id": self.sid, "t": int(self.sim.now_ms * 1000)})
-        finally:
-            self.bridge.close()
+        """Close the controller's session (the bridge stays open for the other flows)."""
+        self.bridge.call({"o": "close", "id": self.sid, "t": int(self.sim.now_ms * 1000)})
 
 
 def make_nuwa_flow(path: Path, flow: int, start_ms: float, ack_every: int,
-                   max_ack_delay_ms: float) -> tuple[NuwaSender, NuwaReceiver]:
-    """A Nuwa flow's sender and receiver, with its own bridge subprocess."""
+                   max_ack_delay_ms: float, bridge: Bridge) -> tuple[NuwaSender, NuwaReceiver]:
+    """A Nuwa flow's sender and receiver; its controller is session ``flow`` of ``bridge``
+    (one bridge serves every Nuwa flow of a run)."""
     sender = NuwaSender(path, flow, start_ms)
-    return sender, NuwaReceiver(path, sender, Bridge(), ack_every, max_ack_delay_ms)
+    return sender, NuwaReceiver(path, sender, bridge, ack_every, max_ack_delay_ms)

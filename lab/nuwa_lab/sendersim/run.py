@@ -63,16 +63,17 @@ def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]
     starts_ms: list[float] = []
     receivers: list[QuicReceiver] = []
     closers: list[Callable[[], None]] = []
+    bridges: list[Any] = []
     try:
         for i, scheme in enumerate(schemes):
             start_ms = ((cfg.first_start_s + i * cfg.start_gap_s) * 1000
                         + rng.uniform(0, START_JITTER_MS))
             starts_ms.append(start_ms)
-            receiver = _make_flow(path, scheme, start_ms, cfg, closers)
+            receiver = _make_flow(path, scheme, start_ms, cfg, closers, bridges)
             receivers.append(receiver)
         sim.run_until(cfg.duration_s * 1000)
     finally:
-        for close in closers:
+        for close in reversed(closers):
             close()
     end_ms = int(cfg.duration_s * 1000)
     out = summarize(schemes, starts_ms, [(r.delivered_ms, r.delivered_bytes) for r in receivers],
@@ -82,15 +83,21 @@ def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]
 
 
 def _make_flow(path: Path, scheme: str, start_ms: float, cfg: SimConfig,
-               closers: list[Callable[[], None]]) -> QuicReceiver:
+               closers: list[Callable[[], None]], bridges: list[Any] | None = None
+               ) -> QuicReceiver:
     """Build one flow's sender and receiver on ``path``; returns the receiver (attached)."""
     flow = len(path.receivers)
     receiver: QuicReceiver
     if scheme == NUWA_SCHEME:
-        from .nuwa import make_nuwa_flow  # the bridge starts node: only when asked
+        from .nuwa import Bridge, make_nuwa_flow  # the bridge starts node: only when asked
 
+        if bridges is None:
+            raise AssertionError("a nuwa flow needs the run's bridge list")
+        if not bridges:
+            bridges.append(Bridge())
+            closers.append(bridges[0].close)  # closers run last first: after the sessions
         _, nuwa_receiver = make_nuwa_flow(path, flow, start_ms, cfg.ack_every,
-                                          cfg.max_ack_delay_ms)
+                                          cfg.max_ack_delay_ms, bridges[0])
         closers.append(nuwa_receiver.close)
         receiver = nuwa_receiver
     else:
