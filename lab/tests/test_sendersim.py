@@ -137,9 +137,9 @@ def test_gap_row_simulates_the_runs_window(tmp_path: Path) -> None:
     assert sim["config"]["first_start_s"] == pytest.approx(4.0 - 2.0 - 0.075)
     assert sim["config"]["duration_s"] == 12.0
     assert sim["utilization"] > 0.9  # the window leaves out the start: the flow fills the link
-    cells = row(run, sim).split(" | ")
-    assert cells[:3] == ["| c5", "cubic", "r1"]
-    e2e, simulated = cells[3].split(" → ")
+    cells = row(run, sim, "s9").split(" | ")
+    assert cells[:4] == ["| c5", "cubic", "200", "s9"]
+    e2e, simulated = cells[4].split(" → ")
     assert e2e == "0.500" and float(simulated) == pytest.approx(sim["utilization"], abs=1e-3)
 
 

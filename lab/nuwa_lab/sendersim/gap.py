@@ -41,18 +41,20 @@ def simulate_like(run: dict[str, Any]) -> dict[str, Any]:
     return simulate([run["scheme"]], load_trace(REPO_ROOT / run["trace"]["path"]), cfg)
 
 
-def row(run: dict[str, Any], sim: dict[str, Any]) -> str:
-    """One Markdown row: end-to-end → simulated for each figure."""
+def row(run: dict[str, Any], sim: dict[str, Any], bench: str = "") -> str:
+    """One Markdown row: end-to-end → simulated for each figure; ``bench`` names the
+    invocation the run belongs to (its output directory)."""
     m, f = run["metrics"], sim["flows"][0]
     e2e_qd, sim_qd = m["queuing_delay_ms"], sim["queuing_delay_ms"]
     cells = [f"{m['utilization']:.3f} → {sim['utilization']:.3f}"]
     cells += [f"{e2e_qd[k]:.0f} → {sim_qd[k]:.0f}" for k in ("mean", "p50", "p95")]
     cells.append(f"{100 * m['loss_rate']:.2f} → {100 * f['loss_rate']:.2f}")
-    return f"| {run['trace']['name']} | {run['scheme']} | {run['id']} | " + " | ".join(cells) + " |"
+    head = [run["trace"]["name"], run["scheme"], str(run["queue_packets"]), bench]
+    return "| " + " | ".join(head + cells) + " |"
 
 
-HEADER = ("| trace | scheme | end-to-end run | utilization | Qd mean ms | Qd p50 ms | Qd p95 ms "
-          "| loss % |\n|---|---|---|---|---|---|---|---|")
+HEADER = ("| trace | scheme | queue | bench | utilization | Qd mean ms | Qd p50 ms | Qd p95 ms "
+          "| loss % |\n|---|---|---|---|---|---|---|---|---|")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [HEADER]
     for d in a.runs:
         run = json.loads((d / "bench.json").read_text())
-        lines.append(row(run, simulate_like(run)))
+        lines.append(row(run, simulate_like(run), d.resolve().parent.parent.name))
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if a.md:
