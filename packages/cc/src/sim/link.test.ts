@@ -1,6 +1,17 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { TraceLink } from "./link.js";
-import { constantRateTrace, parseMahimahiTrace, traceMeanBps } from "./trace.js";
+import { constantRateTrace, MAHIMAHI_PACKET_BYTES, parseMahimahiTrace, traceMeanBps } from "./trace.js";
+
+interface LinkVector {
+  name: string;
+  trace_ms: number[];
+  queue_packets: number | null;
+  queue_bytes: number | null;
+  arrivals: [number, number, string][];
+  until_ms: number;
+  expected: { departures: [string, number][]; drops: string[]; opportunities: number };
+}
 
 describe("TraceLink (Mahimahi link_queue.cc semantics)", () => {
   it("serves 1504 bytes per opportunity, carrying big packets and passing surplus on", () => {
@@ -38,4 +49,22 @@ describe("TraceLink (Mahimahi link_queue.cc semantics)", () => {
     expect(() => parseMahimahiTrace("5\n3\n")).toThrow(/line 2/);
     expect(traceMeanBps(constantRateTrace(12e6))).toBeCloseTo(12e6, -5);
   });
+});
+
+// Shared with lab/tests/test_sendersim_link.py (the emulator's link, under the Python sender-side
+// simulator): hand-worked Mahimahi cases, driven by the rule the file states.
+const vectors = JSON.parse(readFileSync(new URL("../../../../spec/link_vectors.json", import.meta.url), "utf8")) as { cases: LinkVector[] };
+describe("TraceLink against the shared link vectors (spec/link_vectors.json)", () => {
+  for (const c of vectors.cases)
+    it(c.name, () => {
+      const link = new TraceLink<string>(Uint32Array.from(c.trace_ms), c.queue_packets ?? Number.POSITIVE_INFINITY, c.queue_bytes ?? Number.POSITIVE_INFINITY);
+      const departures: [string, number][] = [];
+      const drops: string[] = [];
+      for (const [t_ms, size_bytes, name] of c.arrivals) {
+        for (const d of link.service(t_ms)) departures.push([d.data, d.depart_ms]);
+        if (!link.enqueue(t_ms, size_bytes, name)) drops.push(name);
+      }
+      for (const d of link.service(c.until_ms)) departures.push([d.data, d.depart_ms]);
+      expect({ departures, drops, opportunities: link.capacity_bytes / MAHIMAHI_PACKET_BYTES }).toEqual(c.expected);
+    });
 });

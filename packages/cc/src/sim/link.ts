@@ -50,9 +50,15 @@ export class TraceLink<T> {
     return this.queue.length - this.head;
   }
 
-  /** Enqueue at `now_ms`; returns false (and counts a drop) if the drop-tail queue is full. */
+  /**
+   * Enqueue at `now_ms`; returns false (and counts a drop) if the drop-tail queue is full. A head
+   * packet already partly served is in transit, outside the limit (mahimahi's packet_in_transit_
+   * is not in its DroptailPacketQueue; lab/nuwa_lab/emulator/link.py; spec/link_vectors.json).
+   */
   enqueue(now_ms: number, size_bytes: number, data: T): boolean {
-    if (this.length + 1 > this.queue_limit_packets || this.queued_bytes + size_bytes > this.queue_limit_bytes) {
+    const in_transit = this.head_sent_bytes > 0 ? 1 : 0;
+    const waiting_bytes = this.queued_bytes - (in_transit ? this.queue[this.head]!.size_bytes : 0);
+    if (this.length - in_transit + 1 > this.queue_limit_packets || waiting_bytes + size_bytes > this.queue_limit_bytes) {
       this.dropped_packets++;
       return false;
     }
