@@ -1,0 +1,54 @@
+import { statSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { FAIRNESS_VALUES_MSS, listTraces, planSimMatrix, planSweeps, type RunSpec, sweepGrid } from "./bench.js";
+import { buildPages } from "./build-pages.js";
+import { cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, SIM_CELL_CPUS, simCell, spreadCells } from "./cells.js";
+import { REPO_ROOT } from "./procs.js";
+
+const traces = listTraces().e2e.slice(0, 3);
+
+describe("runs that spread (issue 16 item 5)", () => {
+  it("an end-to-end cell reserves all of this 2-core machine, a simulator cell one core", () => {
+    const spec: RunSpec = { id: "bulk-x-nuwa-q1000-s1", kind: "bulk", trace: traces[0]!, scheme: "nuwa", queue_packets: 1000, seed: 1, duration_s: 30, warmup_s: 2 };
+    const e = e2eCell(spec, { out_dir: "/tmp/o", cc: {}, delay_ms: 25, pages_built: true });
+    expect([E2E_CELL_CPUS, SIM_CELL_CPUS]).toEqual([2, 1]);
+    expect(e.num_cpus).toBe(2);
+    expect(e.id).toBe(spec.id);
+    expect(simCell("s", []).num_cpus).toBe(1);
+    expect(fairnessCell({}, 4)).toMatchObject({ id: "fairness-a4", num_cpus: 1 });
+    const argv = cellArgv(e);
+    expect(argv.slice(0, 2)).toEqual([`${REPO_ROOT}node_modules/.bin/tsx`, `${REPO_ROOT}e2e/src/cli-cell.ts`]);
+    expect(JSON.parse(argv[argv.indexOf("--cell") + 1]!)).toEqual(e.work);
+  });
+
+  it("the simulator's cells cover the serial matrix and sweeps in their order", () => {
+    const groups = planSimMatrix(traces, [1000, 50], 60, { target_delay_ms: 30 });
+    expect(groups).toHaveLength(2 * traces.length);
+    // queues outermost, then traces, then nuwa/oracle/aimd: the order the report always had
+    expect(groups.flat().map((r) => `${r.queue_packets} ${r.trace.name} ${r.scheme}`)).toEqual([1000, 50].flatMap((q) => traces.flatMap((t) => ["nuwa", "oracle", "aimd"].map((s) => `${q} ${t.name} ${s}`))));
+    expect(groups.flat().every((r) => r.duration_s === 60 && r.cc.target_delay_ms === 30)).toBe(true);
+    const grid = sweepGrid({});
+    const sweeps = planSweeps(traces, 1000, 60, {});
+    expect(sweeps.map(({ param, value, cc }) => ({ param, value, cc }))).toEqual(grid);
+    for (const p of sweeps) expect(p.runs.map((r) => [r.trace.name, r.scheme, r.cc])).toEqual(traces.map((t) => [t.name, "nuwa", p.cc]));
+    expect(FAIRNESS_VALUES_MSS).toEqual([0, 2, 4, 8]);
+  });
+
+  it("no cells: Ray is not started, the caller's own work still runs", async () => {
+    let ran = false;
+    const t0 = Date.now();
+    const s = await spreadCells([], { meanwhile: () => void (ran = true) });
+    expect(ran).toBe(true);
+    expect(s.done).toEqual([]);
+    expect(await s.exited).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it("the pages are renamed into place, never rewritten in place (runs that build at once never serve half a bundle)", async () => {
+    await buildPages();
+    const file = `${REPO_ROOT}e2e/pages/dist/bulk.js`;
+    const before = statSync(file).ino;
+    await buildPages();
+    expect(statSync(file).ino).not.toBe(before);
+  });
+});

@@ -1,0 +1,178 @@
+/**
+ * Runs that spread (issue 16 item 5). A benchmark matrix, the simulator's matrix and sweeps, the
+ * fairness runs and the RL evaluation are sets of independent runs; each becomes a cell, and
+ * `lab/nuwa_lab/spread.py` runs every cell as a Ray task that reserves the CPUs the cell
+ * declares and runs `tsx e2e/src/cli-cell.ts --cell JSON --result PATH` as a subprocess:
+ *
+ * - an end-to-end run (emulator, server, Chromium) declares {@link E2E_CELL_CPUS} = 2, all of this
+ *   2-core machine: two never share its cores, so the emulator's timing self-check stays valid
+ *   (docs/DESIGN.md §8), and on a 16-core machine 8 run at once;
+ * - a simulator cell (a group of simulated runs, a sweep point, a fairness value) declares 1.
+ *
+ * Ray starts locally (light: no dashboard, small object store, the machine's CPU count) unless
+ * `ray_address` names a cluster to join. The records come back through Ray; the caller builds the
+ * report from them exactly as from the in-process runs before (same functions, same order).
+ */
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import type { NuwaConfig } from "../../packages/cc/src/config.js";
+import {
+  type FairnessPoint,
+  failedRecord,
+  type RunOneOptions,
+  type RunRecord,
+  type RunSpec,
+  runFairness,
+  runOne,
+  type SimRecord,
+  type SimRunSpec,
+  simRuns,
+} from "./bench.js";
+import { PYTHON, REPO_ROOT } from "./procs.js";
+
+/** CPUs an end-to-end cell reserves: all of this 2-core machine (emulator + server + Chromium). */
+export const E2E_CELL_CPUS = 2;
+/** CPUs a simulator cell reserves (one single-threaded Node process). */
+export const SIM_CELL_CPUS = 1;
+
+/** What one cell does (the JSON its process is given). */
+export type CellWork =
+  | { kind: "e2e"; spec: RunSpec; options: RunOneOptions }
+  | { kind: "sim"; runs: SimRunSpec[] }
+  | { kind: "fairness"; base: Partial<NuwaConfig>; additive_increase_mss: number };
+
+/** A cell's result: a run's record, a group of simulated records, or fairness points. */
+export type CellOutput = RunRecord | SimRecord[] | FairnessPoint[];
+
+export interface Cell {
+  id: string;
+  num_cpus: number;
+  work: CellWork;
+}
+
+/** An end-to-end run as a cell. */
+export function e2eCell(spec: RunSpec, options: RunOneOptions): Cell {
+  return { id: spec.id, num_cpus: E2E_CELL_CPUS, work: { kind: "e2e", spec, options } };
+}
+
+/** Simulated runs as one cell. */
+export function simCell(id: string, runs: SimRunSpec[]): Cell {
+  return { id, num_cpus: SIM_CELL_CPUS, work: { kind: "sim", runs } };
+}
+
+/** One additive increase of the fairness simulation as a cell. */
+export function fairnessCell(base: Partial<NuwaConfig>, additive_increase_mss: number): Cell {
+  return { id: `fairness-a${additive_increase_mss}`, num_cpus: SIM_CELL_CPUS, work: { kind: "fairness", base, additive_increase_mss } };
+}
+
+/** Do one cell's work in this process (what cli-cell.ts runs). */
+export async function runCell(w: CellWork, log: (s: string) => void = () => {}): Promise<CellOutput> {
+  switch (w.kind) {
+    case "e2e":
+      return runOne(w.spec, w.options);
+    case "sim":
+      return simRuns(w.runs);
+    case "fairness":
+      return runFairness(w.base, log, [w.additive_increase_mss]);
+  }
+}
+
+/** The command a cell's Ray task runs (spread.py appends `--result PATH`). */
+export function cellArgv(c: Cell): string[] {
+  return [`${REPO_ROOT}node_modules/.bin/tsx`, `${REPO_ROOT}e2e/src/cli-cell.ts`, "--cell", JSON.stringify(c.work)];
+}
+
+/** One finished cell, as spread.py reports it (start_s/end_s: wall clock, s). */
+export interface CellDone {
+  index: number;
+  id: string;
+  ok: boolean;
+  result: unknown;
+  error: string | null;
+  start_s: number;
+  end_s: number;
+  wall_s: number;
+  node: string;
+}
+
+export interface SpreadOptions {
+  /** Join this Ray cluster (`--ray-address`); default a local Ray on this machine. */
+  ray_address?: string;
+  /**
+   * Work of the caller's own done while Ray starts (a few seconds): the cells are handed over
+   * when it returns, so none runs beside it (an end-to-end cell would share the cores).
+   */
+  meanwhile?: () => void | Promise<void>;
+  /** Sees each cell as it finishes (in the order they finish). */
+  on_done?: (d: CellDone, finished: number, total: number) => void;
+}
+
+/** What {@link spreadCells} gives: every cell's outcome, and spread.py's exit (Ray's shutdown). */
+export interface Spread {
+  /** Each cell's outcome, in the cells' order. */
+  done: CellDone[];
+  /** Resolves with spread.py's exit status once Ray has shut down (about a second after the last cell). */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Run `cells` through `python -m nuwa_lab.spread` (one Ray task per cell) and return what each
+ * gave, in the cells' order. Resolves as soon as the last cell has reported; Ray's shutdown goes on
+ * meanwhile (await `exited` before exiting). With no cells, Ray is not started (`meanwhile` still runs).
+ * @throws Error if spread.py exits before every cell has reported (Ray failed to start, bad input)
+ */
+export async function spreadCells(cells: readonly Cell[], o: SpreadOptions = {}): Promise<Spread> {
+  if (cells.length === 0) {
+    await o.meanwhile?.();
+    return { done: [], exited: Promise.resolve(0) };
+  }
+  const args = ["-m", "nuwa_lab.spread", ...(o.ray_address ? ["--ray-address", o.ray_address] : [])];
+  const child = spawn(PYTHON, args, { cwd: REPO_ROOT, stdio: ["pipe", "pipe", "pipe"] });
+  const err_tail: string[] = [];
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (s: string) => {
+    process.stderr.write(s);
+    err_tail.push(s);
+    if (err_tail.length > 50) err_tail.shift();
+  });
+  const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
+  child.stdin.on("error", () => {}); // an early exit is reported below, with its stderr
+  try {
+    await o.meanwhile?.();
+  } catch (e) {
+    child.kill();
+    throw e;
+  }
+  child.stdin.end(JSON.stringify({ cwd: REPO_ROOT, cells: cells.map((c) => ({ id: c.id, num_cpus: c.num_cpus, argv: cellArgv(c) })) }));
+  const out: (CellDone | undefined)[] = new Array(cells.length);
+  let finished = 0;
+  for await (const line of createInterface({ input: child.stdout })) {
+    if (!line.trim()) continue;
+    const d = JSON.parse(line) as CellDone;
+    out[d.index] = d;
+    finished++;
+    o.on_done?.(d, finished, cells.length);
+    if (finished === cells.length) break;
+  }
+  if (finished < cells.length) {
+    const code = await exited;
+    throw new Error(`spread: ${cells.length - finished} of ${cells.length} cells never reported (python -m nuwa_lab.spread exited ${code}): ${err_tail.join("").slice(-2000)}`);
+  }
+  return { done: out as CellDone[], exited };
+}
+
+/** The record of an end-to-end cell (a failed cell process gives a failed record, as runOne's own errors do). */
+export function recordOf(c: Cell, d: CellDone): RunRecord {
+  if (c.work.kind !== "e2e") throw new Error(`recordOf: ${c.id} is not an end-to-end cell`);
+  if (d.ok) return d.result as RunRecord;
+  return failedRecord(c.work.spec, c.work.options, d.start_s * 1000, `cell process failed: ${d.error ?? "?"}`);
+}
+
+/**
+ * The output of a simulator cell.
+ * @throws Error if its process failed (the simulator is deterministic: a failure is a bug, not noise)
+ */
+export function outputOf<T extends SimRecord[] | FairnessPoint[]>(c: Cell, d: CellDone): T {
+  if (!d.ok) throw new Error(`cell ${c.id} failed: ${d.error}`);
+  return d.result as T;
+}
