@@ -2,7 +2,8 @@ import { statSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { FAIRNESS_VALUES_MSS, listTraces, planSimMatrix, planSweeps, type RunSpec, sweepGrid } from "./bench.js";
 import { buildPages } from "./build-pages.js";
-import { cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, SIM_CELL_CPUS, simCell, spreadCells } from "./cells.js";
+import { cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, frontierCell, runCell, SIM_CELL_CPUS, simCell, spreadCells } from "./cells.js";
+import { computeFrontiers, type FrontierJson, mergeFrontiers } from "./frontier.js";
 import { REPO_ROOT } from "./procs.js";
 
 const traces = listTraces().e2e.slice(0, 3);
@@ -32,6 +33,17 @@ describe("runs that spread (issue 16 item 5)", () => {
     expect(sweeps.map(({ param, value, cc }) => ({ param, value, cc }))).toEqual(grid);
     for (const p of sweeps) expect(p.runs.map((r) => [r.trace.name, r.scheme, r.cc])).toEqual(traces.map((t) => [t.name, "nuwa", p.cc]));
     expect(FAIRNESS_VALUES_MSS).toEqual([0, 2, 4, 8]);
+  });
+
+  it("./nuwa frontier's per-trace cells merge into the file the serial computation wrote", async () => {
+    const two = traces.slice(0, 2).map((t) => ({ name: t.name, path: t.path }));
+    const options = { duration_s: 5, headrooms_ms: [0, 20] };
+    const serial = computeFrontiers(two, options);
+    const parts = await Promise.all(two.map((t) => runCell(frontierCell(t, options).work) as Promise<FrontierJson>));
+    expect(frontierCell(two[0]!, options).num_cpus).toBe(1);
+    expect(JSON.stringify(mergeFrontiers(parts))).toBe(JSON.stringify(serial)); // same content, same order
+    expect(() => mergeFrontiers([parts[0]!, parts[0]!])).toThrow(/two traces named/);
+    expect(() => mergeFrontiers([parts[0]!, { ...parts[1]!, duration_s: 6 }])).toThrow(/different settings/);
   });
 
   it("no cells: Ray is not started, the caller's own work still runs", async () => {

@@ -7,7 +7,8 @@
  * - an end-to-end run (emulator, server, Chromium) declares {@link E2E_CELL_CPUS} = 2, all of this
  *   2-core machine: two never share its cores, so the emulator's timing self-check stays valid
  *   (docs/DESIGN.md §8), and on a 16-core machine 8 run at once;
- * - a simulator cell (a group of simulated runs, a sweep point, a fairness value) declares 1.
+ * - a simulator cell (a group of simulated runs, a sweep point, a fairness value, a trace's
+ *   offline frontier for `./nuwa frontier`) declares 1.
  *
  * Ray starts locally (light: no dashboard, small object store, the machine's CPU count) unless
  * `ray_address` names a cluster to join. The records come back through Ray; the caller builds the
@@ -16,6 +17,7 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import type { NuwaConfig } from "../../packages/cc/src/config.js";
+import type { FrontierOptions } from "../../packages/cc/src/sim/frontier.js";
 import {
   type FairnessPoint,
   failedRecord,
@@ -28,6 +30,7 @@ import {
   type SimRunSpec,
   simRuns,
 } from "./bench.js";
+import { computeFrontiers, type FrontierJson } from "./frontier.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
 /** CPUs an end-to-end cell reserves: all of this 2-core machine (emulator + server + Chromium). */
@@ -39,10 +42,11 @@ export const SIM_CELL_CPUS = 1;
 export type CellWork =
   | { kind: "e2e"; spec: RunSpec; options: RunOneOptions }
   | { kind: "sim"; runs: SimRunSpec[] }
-  | { kind: "fairness"; base: Partial<NuwaConfig>; additive_increase_mss: number };
+  | { kind: "fairness"; base: Partial<NuwaConfig>; additive_increase_mss: number }
+  | { kind: "frontier"; trace: { name: string; path: string }; options: FrontierOptions };
 
 /** A cell's result: a run's record, a group of simulated records, or fairness points. */
-export type CellOutput = RunRecord | SimRecord[] | FairnessPoint[];
+export type CellOutput = RunRecord | SimRecord[] | FairnessPoint[] | FrontierJson;
 
 export interface Cell {
   id: string;
@@ -65,6 +69,11 @@ export function fairnessCell(base: Partial<NuwaConfig>, additive_increase_mss: n
   return { id: `fairness-a${additive_increase_mss}`, num_cpus: SIM_CELL_CPUS, work: { kind: "fairness", base, additive_increase_mss } };
 }
 
+/** The offline frontier of one trace as a cell (`./nuwa frontier`). */
+export function frontierCell(trace: { name: string; path: string }, options: FrontierOptions): Cell {
+  return { id: `frontier-${trace.name}`, num_cpus: SIM_CELL_CPUS, work: { kind: "frontier", trace, options } };
+}
+
 /** Do one cell's work in this process (what cli-cell.ts runs). */
 export async function runCell(w: CellWork, log: (s: string) => void = () => {}): Promise<CellOutput> {
   switch (w.kind) {
@@ -74,6 +83,8 @@ export async function runCell(w: CellWork, log: (s: string) => void = () => {}):
       return simRuns(w.runs);
     case "fairness":
       return runFairness(w.base, log, [w.additive_increase_mss]);
+    case "frontier":
+      return computeFrontiers([w.trace], w.options, log);
   }
 }
 
@@ -172,7 +183,7 @@ export function recordOf(c: Cell, d: CellDone): RunRecord {
  * The output of a simulator cell.
  * @throws Error if its process failed (the simulator is deterministic: a failure is a bug, not noise)
  */
-export function outputOf<T extends SimRecord[] | FairnessPoint[]>(c: Cell, d: CellDone): T {
+export function outputOf<T extends SimRecord[] | FairnessPoint[] | FrontierJson>(c: Cell, d: CellDone): T {
   if (!d.ok) throw new Error(`cell ${c.id} failed: ${d.error}`);
   return d.result as T;
 }
