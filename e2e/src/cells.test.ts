@@ -1,8 +1,10 @@
-import { statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { FAIRNESS_VALUES_MSS, listTraces, planSimMatrix, planSweeps, type RunSpec, sweepGrid } from "./bench.js";
 import { buildPages } from "./build-pages.js";
-import { cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, frontierCell, runCell, SIM_CELL_CPUS, simCell, spreadCells } from "./cells.js";
+import { bundleCellRunner, cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, frontierCell, runCell, SIM_CELL_CPUS, simCell, spreadCells } from "./cells.js";
 import { computeFrontiers, type FrontierJson, mergeFrontiers } from "./frontier.js";
 import { REPO_ROOT } from "./procs.js";
 
@@ -44,6 +46,21 @@ describe("runs that spread (issue 16 item 5)", () => {
     expect(JSON.stringify(mergeFrontiers(parts))).toBe(JSON.stringify(serial)); // same content, same order
     expect(() => mergeFrontiers([parts[0]!, parts[0]!])).toThrow(/two traces named/);
     expect(() => mergeFrontiers([parts[0]!, { ...parts[1]!, duration_s: 6 }])).toThrow(/different settings/);
+  });
+
+  it("the bundled cell runner (a local Ray's cells) gives what the cell gives in process", async () => {
+    const runner = await bundleCellRunner();
+    try {
+      const c = simCell("s", planSimMatrix(traces.slice(0, 1), [1000], 5, {})[0]!.slice(0, 2));
+      const argv = cellArgv(c, runner);
+      expect(argv.slice(0, 2)).toEqual([process.execPath, runner]);
+      const out = `${mkdtempSync(`${tmpdir()}/cell-`)}/result.json`;
+      execFileSync(argv[0]!, [...argv.slice(1), "--result", out], { cwd: "/" }); // REPO_ROOT from the bundle's place, not the cwd
+      const strip = (rs: { cpu_s?: number }[]) => rs.map(({ cpu_s: _, ...r }) => r);
+      expect(strip(JSON.parse(readFileSync(out, "utf8")))).toEqual(strip((await runCell(c.work)) as { cpu_s: number }[]));
+    } finally {
+      rmSync(runner, { force: true });
+    }
   });
 
   it("no cells: Ray is not started, the caller's own work still runs", async () => {
