@@ -2,7 +2,8 @@
  * Runs that spread (issue 16 item 5). A benchmark matrix, the simulator's matrix and sweeps, the
  * fairness runs and the RL evaluation are sets of independent runs; each becomes a cell, and
  * `lab/nuwa_lab/spread.py` runs every cell as a Ray task that reserves the CPUs the cell
- * declares and runs `tsx e2e/src/cli-cell.ts --cell JSON --result PATH` as a subprocess:
+ * declares and runs `e2e/src/cli-cell.ts --cell JSON --result PATH` as a subprocess (bundled for a
+ * local Ray, {@link bundleCellRunner}; tsx on a cluster):
  *
  * - an end-to-end run (emulator, server, Chromium) declares {@link E2E_CELL_CPUS} = 2, all of this
  *   2-core machine: two never share its cores, so the emulator's timing self-check stays valid
