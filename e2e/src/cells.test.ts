@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { FAIRNESS_VALUES_MSS, listTraces, planSimMatrix, planSweeps, type RunSpec, sweepGrid } from "./bench.js";
 import { buildPages } from "./build-pages.js";
-import { bundleCellRunner, cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, frontierCell, runCell, SIM_CELL_CPUS, simCell, spreadCells } from "./cells.js";
+import { bundleCellRunner, cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, frontierCell, runCell, SIM_CELL_CPUS, simCell, spreadCells, submissionOrder } from "./cells.js";
 import { computeFrontiers, type FrontierJson, mergeFrontiers } from "./frontier.js";
 import { REPO_ROOT } from "./procs.js";
 
@@ -61,6 +61,16 @@ describe("runs that spread (issue 16 item 5)", () => {
     } finally {
       rmSync(runner, { force: true });
     }
+  });
+
+  it("hands Ray the end-to-end cells first in planned order, then the simulator's longest first", () => {
+    const spec = (id: string): RunSpec => ({ id, kind: "bulk", trace: traces[0]!, scheme: "nuwa", queue_packets: 1000, seed: 1, duration_s: 30, warmup_s: 2 });
+    const o = { out_dir: "/tmp/o", cc: {}, delay_ms: 25 };
+    const [sweep1, sweep2] = planSweeps(traces, 1000, 60, {}).map((p, i) => simCell(`sweep-${i}`, p.runs));
+    const group = simCell("sim-0", planSimMatrix(traces.slice(0, 1), [1000], 60, {})[0]!);
+    const cells = [e2eCell(spec("b"), o), group, sweep1!, e2eCell(spec("a"), o), sweep2!, fairnessCell({}, 0)];
+    // fairness (5400 flow-s) > a sweep point (3 traces × 60 s) > a trace's 3 schemes (3 × 60 s, ties keep their order)
+    expect(submissionOrder(cells).map((c) => c.id)).toEqual(["b", "a", "fairness-a0", "sim-0", "sweep-0", "sweep-1"]);
   });
 
   it("no cells: Ray is not started, the caller's own work still runs", async () => {

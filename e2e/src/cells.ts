@@ -76,6 +76,32 @@ export function frontierCell(trace: { name: string; path: string }, options: Fro
   return { id: `frontier-${trace.name}`, num_cpus: SIM_CELL_CPUS, work: { kind: "frontier", trace, options } };
 }
 
+/**
+ * A simulator cell's work in simulated flow-seconds (runs × duration, flows × duration for the
+ * fairness runs: 9 shared links of 5, 20 and 5 flows, 60 s; a frontier its grid over the trace),
+ * to hand the longest cells to Ray first: the last cells to start then are short ones and the
+ * cores finish together (longest processing time first, Graham 1969). 0 for an end-to-end cell.
+ */
+export function cellCost(c: Cell): number {
+  const w = c.work;
+  if (w.kind === "sim") return w.runs.reduce((a, r) => a + r.duration_s, 0);
+  if (w.kind === "fairness") return 3 * (5 + 20 + 5) * 60;
+  if (w.kind === "frontier") return 100 * (w.options.duration_s ?? 60);
+  return 0;
+}
+
+/**
+ * The order to hand cells to Ray: end-to-end cells first, in their planned order (seeds
+ * outermost: an interrupted matrix still covers every cell once), then the simulator's cells,
+ * longest first ({@link cellCost}). Results are matched by cell, so the order changes no figure.
+ */
+export function submissionOrder(cells: readonly Cell[]): Cell[] {
+  const e2e = cells.filter((c) => c.work.kind === "e2e");
+  const sim = cells.filter((c) => c.work.kind !== "e2e").map((c, i) => ({ c, i, cost: cellCost(c) }));
+  sim.sort((a, b) => b.cost - a.cost || a.i - b.i);
+  return [...e2e, ...sim.map((x) => x.c)];
+}
+
 /** Do one cell's work in this process (what cli-cell.ts runs). */
 export async function runCell(w: CellWork, log: (s: string) => void = () => {}): Promise<CellOutput> {
   switch (w.kind) {

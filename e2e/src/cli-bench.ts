@@ -77,7 +77,7 @@ import {
   writeRecord,
 } from "./bench.js";
 import { buildPages } from "./build-pages.js";
-import { type Cell, type CellDone, e2eCell, fairnessCell, outputOf, recordOf, simCell, spreadCells } from "./cells.js";
+import { type Cell, type CellDone, e2eCell, fairnessCell, outputOf, recordOf, simCell, spreadCells, submissionOrder } from "./cells.js";
 import { parseCli, usageError } from "./cli-args.js";
 import { computeFrontiers, DEEP_MIN_PACKETS } from "./frontier.js";
 import { ensureContent, PLAY_SCHEMES } from "./play.js";
@@ -260,7 +260,7 @@ if (!values["report-only"]) {
   const sweepPlan = doSweep || sweepOnly ? planSweeps(simTraces, 1000, simDuration, cc) : [];
   const sweepCells = sweepPlan.map((_, i) => simCell(`sweep-${i}`, sweepPlan[i]!.runs));
   const fairCells = doSweep || sweepOnly ? FAIRNESS_VALUES_MSS.map((a) => fairnessCell(cc, a)) : [];
-  const cells: Cell[] = [...e2eCells, ...simCells, ...sweepCells, ...fairCells];
+  const cells: Cell[] = submissionOrder([...e2eCells, ...simCells, ...sweepCells, ...fairCells]);
   const e2e_s = e2eCells.reduce((a, c) => a + (c.work.kind === "e2e" ? c.work.spec.duration_s : 0) + 10, 0);
   log(
     `${plan.length} end-to-end runs (${e2eCells.length} to run, about ${Math.round(e2e_s / 60)} min at ~10 s overhead each on this machine)${simCells.length ? " + simulator matrix" : ""}${sweepCells.length ? " + sweeps and fairness" : ""}: ` +
