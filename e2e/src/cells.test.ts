@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { FAIRNESS_VALUES_MSS, listTraces, planSimMatrix, planSweeps, type RunSpec, sweepGrid } from "./bench.js";
 import { buildPages } from "./build-pages.js";
-import { bundleCellRunner, cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, frontierCell, runCell, SIM_CELL_CPUS, simCell, spreadCells, submissionOrder } from "./cells.js";
+import { BATCH_MIN_COST, batchPlan, bundleCellRunner, cellArgv, E2E_CELL_CPUS, e2eCell, fairnessCell, frontierCell, runCell, SIM_CELL_CPUS, simCell, spreadCells, submissionOrder } from "./cells.js";
 import { computeFrontiers, type FrontierJson, mergeFrontiers } from "./frontier.js";
 import { REPO_ROOT } from "./procs.js";
 
@@ -71,6 +71,16 @@ describe("runs that spread (issue 16 item 5)", () => {
     const cells = [e2eCell(spec("b"), o), group, sweep1!, e2eCell(spec("a"), o), sweep2!, fairnessCell({}, 0)];
     // fairness (5400 flow-s) > a sweep point (3 traces × 60 s) > a trace's 3 schemes (3 × 60 s, ties keep their order)
     expect(submissionOrder(cells).map((c) => c.id)).toEqual(["b", "a", "fairness-a0", "sim-0", "sweep-0", "sweep-1"]);
+  });
+
+  it("small simulator cells share a process (JIT warm-up), big ones and end-to-end runs stay alone", () => {
+    const o = { out_dir: "/tmp/o", cc: {}, delay_ms: 25 };
+    const e = e2eCell({ id: "e", kind: "bulk", trace: traces[0]!, scheme: "nuwa", queue_packets: 1000, seed: 1, duration_s: 30, warmup_s: 2 }, o);
+    const small = (n: number) => simCell(`s${n}`, planSimMatrix(traces.slice(0, 1), [1000], 100, {})[0]!); // 3 × 100 = 300 flow-s
+    const cells = [e, small(1), small(2), small(3), fairnessCell({}, 0), small(4)];
+    expect(BATCH_MIN_COST).toBe(600);
+    expect(batchPlan(cells)).toEqual([[0], [1, 2], [4], [3, 5]]);
+    expect(batchPlan(cells, 1)).toEqual(cells.map((_, i) => [i]));
   });
 
   it("no cells: Ray is not started, the caller's own work still runs", async () => {

@@ -45,10 +45,11 @@ export type CellWork =
   | { kind: "e2e"; spec: RunSpec; options: RunOneOptions }
   | { kind: "sim"; runs: SimRunSpec[] }
   | { kind: "fairness"; base: Partial<NuwaConfig>; additive_increase_mss: number }
-  | { kind: "frontier"; trace: { name: string; path: string }; options: FrontierOptions };
+  | { kind: "frontier"; trace: { name: string; path: string }; options: FrontierOptions }
+  | { kind: "batch"; works: CellWork[] };
 
 /** A cell's result: a run's record, a group of simulated records, or fairness points. */
-export type CellOutput = RunRecord | SimRecord[] | FairnessPoint[] | FrontierJson;
+export type CellOutput = RunRecord | SimRecord[] | FairnessPoint[] | FrontierJson | CellOutput[];
 
 export interface Cell {
   id: string;
@@ -87,7 +88,41 @@ export function cellCost(c: Cell): number {
   if (w.kind === "sim") return w.runs.reduce((a, r) => a + r.duration_s, 0);
   if (w.kind === "fairness") return 3 * (5 + 20 + 5) * 60;
   if (w.kind === "frontier") return 100 * (w.options.duration_s ?? 60);
+  if (w.kind === "batch") return w.works.reduce((a, x) => a + cellCost({ id: "", num_cpus: 1, work: x }), 0);
   return 0;
+}
+
+/**
+ * Simulator cells worth less than this many simulated flow-seconds (about 5 s of CPU here) are
+ * run several to a process: a fresh Node process spends its first runs warming V8's JIT, which
+ * doubled the CPU of a sweep made of 2-trace × 30 s cells (57 s through Ray vs 39 s serial).
+ */
+export const BATCH_MIN_COST = 600;
+
+/**
+ * Group consecutive simulator cells (in the given order) into batches of at least `min_cost`
+ * ({@link cellCost}); end-to-end cells and cells already that big stay alone. Returns, per batch,
+ * the indices of the cells it holds.
+ */
+export function batchPlan(cells: readonly Cell[], min_cost = BATCH_MIN_COST): number[][] {
+  const out: number[][] = [];
+  let cur: number[] = [];
+  let cost = 0;
+  for (const [i, c] of cells.entries()) {
+    const k = cellCost(c);
+    if (c.work.kind === "e2e" || k >= min_cost) {
+      out.push([i]);
+      continue;
+    }
+    cur.push(i);
+    cost += k;
+    if (cost >= min_cost) {
+      out.push(cur);
+      [cur, cost] = [[], 0];
+    }
+  }
+  if (cur.length) out.push(cur);
+  return out;
 }
 
 /**
@@ -113,6 +148,11 @@ export async function runCell(w: CellWork, log: (s: string) => void = () => {}):
       return runFairness(w.base, log, [w.additive_increase_mss]);
     case "frontier":
       return computeFrontiers([w.trace], w.options, log);
+    case "batch": {
+      const outs: CellOutput[] = [];
+      for (const x of w.works) outs.push(await runCell(x, log));
+      return outs;
+    }
   }
 }
 
@@ -217,16 +257,25 @@ export async function spreadCells(cells: readonly Cell[], o: SpreadOptions = {})
     child.kill();
     throw e;
   }
-  child.stdin.end(JSON.stringify({ cwd: REPO_ROOT, cells: cells.map((c) => ({ id: c.id, num_cpus: c.num_cpus, argv: cellArgv(c, runner ?? undefined) })) }));
+  // Small simulator cells go several to a task (batchPlan); each is reported as itself.
+  const plan = batchPlan(cells);
+  const tasks = plan.map((members): Cell => (members.length === 1 ? cells[members[0]!]! : { id: `batch-${members.map((i) => cells[i]!.id).join("+")}`.slice(0, 200), num_cpus: SIM_CELL_CPUS, work: { kind: "batch", works: members.map((i) => cells[i]!.work) } }));
+  child.stdin.end(JSON.stringify({ cwd: REPO_ROOT, cells: tasks.map((c) => ({ id: c.id, num_cpus: c.num_cpus, argv: cellArgv(c, runner ?? undefined) })) }));
   const out: (CellDone | undefined)[] = new Array(cells.length);
   let finished = 0;
+  let tasks_done = 0;
   for await (const line of createInterface({ input: child.stdout })) {
     if (!line.trim()) continue;
-    const d = JSON.parse(line) as CellDone;
-    out[d.index] = d;
-    finished++;
-    o.on_done?.(d, finished, cells.length);
-    if (finished === cells.length) break;
+    const t = JSON.parse(line) as CellDone;
+    const members = plan[t.index]!;
+    for (const [j, i] of members.entries()) {
+      const results = members.length > 1 && t.ok ? (t.result as unknown[]) : undefined;
+      const d: CellDone = { ...t, index: i, id: cells[i]!.id, result: results ? results[j] : t.result };
+      out[i] = d;
+      finished++;
+      o.on_done?.(d, finished, cells.length);
+    }
+    if (++tasks_done === tasks.length) break;
   }
   if (finished < cells.length) {
     const code = await exited;

@@ -264,7 +264,7 @@ if (!values["report-only"]) {
   const e2e_s = e2eCells.reduce((a, c) => a + (c.work.kind === "e2e" ? c.work.spec.duration_s : 0) + 10, 0);
   log(
     `${plan.length} end-to-end runs (${e2eCells.length} to run, about ${Math.round(e2e_s / 60)} min at ~10 s overhead each on this machine)${simCells.length ? " + simulator matrix" : ""}${sweepCells.length ? " + sweeps and fairness" : ""}: ` +
-      `${cells.length} cells as Ray tasks (${ray_address ? `cluster ${ray_address}` : "a local Ray"}; end to end 2 CPUs each, simulator 1)`,
+      `${cells.length} cells on Ray (${ray_address ? `cluster ${ray_address}` : "a local Ray"}; end to end 2 CPUs each, simulator 1)`,
   );
   const spread = await spreadCells(cells, {
     ray_address,
