@@ -7,6 +7,10 @@
  * own directory under `<out>/runs/`; the report (Markdown + PNG) is made by
  * `lab/nuwa_lab/bench_report/` (`python -m nuwa_lab.bench_report`) from those files and the run logs.
  *
+ * This file plans the runs and runs ONE of them (runOne, simRun, fairnessCell); the set is
+ * spread over Ray tasks by cells.ts (one task per cell, each declaring its CPUs: an end-to-end
+ * run all of this machine, a simulator cell one core; issue 16 item 5).
+ *
  * Metrics are docs/DESIGN.md's, computed by bulk_metrics.py / play_metrics.py from
  * the emulator's log (truth) and the page's log. A run whose emulator timing
  * self-check failed (p99 lateness > 2 ms) is kept and marked invalid; the
@@ -182,33 +186,59 @@ function invalidReasons(metrics: Record<string, unknown>): string[] {
   return [];
 }
 
+/** What one end-to-end run needs of the matrix's options (a cell carries it to its process). */
+export interface RunOneOptions {
+  out_dir: string;
+  cc: Partial<NuwaConfig>;
+  delay_ms: number;
+  oracle_window_ms?: number;
+  /** The test pages were built before the run (cells.ts builds them once for all cells): skip the build. */
+  pages_built?: boolean;
+}
+
+/** The record of a run that did not finish: `error` says why; invalid, no metrics. */
+export function failedRecord(spec: RunSpec, o: RunOneOptions, started_ms: number, error: string): RunRecord {
+  const err = error.slice(0, 2000);
+  return { ...spec, valid: false, invalid_reasons: [`run failed: ${err.split("\n")[0]}`], error: err, wall_s: (Date.now() - started_ms) / 1000, started_utc: new Date(started_ms).toISOString(), metrics: null, cc: spec.cc ?? o.cc };
+}
+
+/** Write a run's record to `<out>/runs/<id>/bench.json` (the report's input). */
+export function writeRecord(rec: RunRecord, out_dir: string): void {
+  const dir = resolve(out_dir, "runs", rec.id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}/bench.json`, JSON.stringify(rec, null, 1));
+}
+
 /**
  * Run one cell end to end and write `<out>/runs/<id>/bench.json`.
  * Errors are caught and recorded (the run counts as invalid), never thrown.
  */
-export async function runOne(spec: RunSpec, o: BenchOptions): Promise<RunRecord> {
+export async function runOne(spec: RunSpec, o: RunOneOptions): Promise<RunRecord> {
   const dir = resolve(o.out_dir, "runs", spec.id);
   const started = Date.now();
   const cc = spec.cc ?? o.cc;
   const rec: RunRecord = { ...spec, valid: false, invalid_reasons: [], error: null, wall_s: 0, started_utc: new Date(started).toISOString(), metrics: null, cc };
+  const build_pages = !o.pages_built;
   try {
     let m: Record<string, unknown>;
     if (spec.kind === "play") {
-      m = await runPlay({ trace: spec.trace.path, scheme: spec.scheme as PlayScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc });
+      m = await runPlay({ trace: spec.trace.path, scheme: spec.scheme as PlayScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc, build_pages });
     } else {
-      m = (await runBulk({ trace: spec.trace.path, scheme: spec.scheme as BulkScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc, warmup_s: spec.warmup_s, oracle_window_ms: o.oracle_window_ms, tuner: spec.tuner })) as unknown as Record<string, unknown>;
+      m = (await runBulk({ trace: spec.trace.path, scheme: spec.scheme as BulkScheme, duration_s: spec.duration_s, out_dir: dir, delay_ms: o.delay_ms, queue_packets: spec.queue_packets, cc, warmup_s: spec.warmup_s, oracle_window_ms: o.oracle_window_ms, tuner: spec.tuner, build_pages })) as unknown as Record<string, unknown>;
     }
     delete m.series; // play_metrics' per-second series stays in the run's summary.json
     rec.metrics = m;
     rec.invalid_reasons = invalidReasons(m);
     rec.valid = rec.invalid_reasons.length === 0;
   } catch (e) {
-    rec.error = e instanceof Error ? e.message.slice(0, 2000) : String(e);
-    rec.invalid_reasons = [`run failed: ${rec.error.split("\n")[0]}`];
+    return writeBack(failedRecord(spec, o, started, e instanceof Error ? e.message : String(e)), o.out_dir);
   }
   rec.wall_s = (Date.now() - started) / 1000;
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(`${dir}/bench.json`, JSON.stringify(rec, null, 1));
+  return writeBack(rec, o.out_dir);
+}
+
+function writeBack(rec: RunRecord, out_dir: string): RunRecord {
+  writeRecord(rec, out_dir);
   return rec;
 }
 
@@ -264,26 +294,19 @@ export function planRlRuns(traces: TraceInfo[], best_k: Record<string, number>, 
   return runs;
 }
 
-/** Run the whole matrix (sequentially: the machine has 2 cores). */
-export async function runMatrix(o: BenchOptions): Promise<RunRecord[]> {
-  const runs = planRuns(o);
-  const out: RunRecord[] = [];
-  const log = o.log ?? ((s: string) => console.error(s));
-  for (const [i, spec] of runs.entries()) {
-    const file = resolve(o.out_dir, "runs", spec.id, "bench.json");
-    if (o.resume && existsSync(file)) {
-      const old = JSON.parse(readFileSync(file, "utf8")) as RunRecord;
-      if (old.error === null) {
-        out.push(old);
-        log(`[${i + 1}/${runs.length}] ${spec.id}: kept from an earlier run`);
-        continue;
-      }
-    }
-    const rec = await runOne(spec, o);
-    out.push(rec);
-    log(`[${i + 1}/${runs.length}] ${spec.id}: ${describeRecord(rec)} (${rec.wall_s.toFixed(0)} s)`);
+/**
+ * `--resume`: the record of a run that an earlier invocation finished without error, from
+ * `<out>/runs/<id>/bench.json`; null when it must run (absent, unreadable or failed).
+ */
+export function keptRecord(spec: RunSpec, out_dir: string): RunRecord | null {
+  const file = resolve(out_dir, "runs", spec.id, "bench.json");
+  if (!existsSync(file)) return null;
+  try {
+    const old = JSON.parse(readFileSync(file, "utf8")) as RunRecord;
+    return old.error === null ? old : null;
+  } catch {
+    return null;
   }
-  return out;
 }
 
 /** One line for the console. */
@@ -361,6 +384,15 @@ function loadTrace(path: string): Uint32Array {
   return t;
 }
 
+/** One simulated run to do: what simRun takes. */
+export interface SimRunSpec {
+  trace: TraceInfo;
+  scheme: SimRecord["scheme"];
+  queue_packets: number;
+  duration_s: number;
+  cc: Partial<NuwaConfig>;
+}
+
 /**
  * One simulated bulk run (same @nuwa/cc code, simulated clock, sim/bench-sim.ts over the one
  * engine sim/engine.ts: QUIC loss repair, pacing and the server's AIMD ceiling, as simulateBulk,
@@ -390,17 +422,25 @@ export function simRun(t: TraceInfo, scheme: SimRecord["scheme"], queue_packets:
   };
 }
 
-/** The simulated matrix: every trace (e2e ones too, for the sim-vs-e2e gap) × nuwa/oracle/aimd × queues. */
-export function runSimMatrix(traces: TraceInfo[], queues: number[], duration_s: number, cc: Partial<NuwaConfig>, log: (s: string) => void): SimRecord[] {
-  const out: SimRecord[] = [];
-  for (const q of queues)
-    for (const t of traces)
-      for (const s of ["nuwa", "oracle", "aimd"] as const) {
-        const r = simRun(t, s, q, duration_s, cc);
-        out.push(r);
-        log(`sim ${t.name} ${s} q${q}: util ${r.utilization.toFixed(3)}, p95 ${r.queuing_delay_ms.p95.toFixed(0)} ms, loss ${(100 * r.loss_rate).toFixed(2)}% (${r.cpu_s.toFixed(1)} s CPU)`);
-      }
-  return out;
+/** Run the simulated runs of one cell in this process, in order. */
+export function simRuns(runs: readonly SimRunSpec[]): SimRecord[] {
+  return runs.map((r) => simRun(r.trace, r.scheme, r.queue_packets, r.duration_s, r.cc));
+}
+
+/** One console line for a simulated run. */
+export function describeSim(r: SimRecord): string {
+  return `sim ${r.name} ${r.scheme} q${r.queue_packets}: util ${r.utilization.toFixed(3)}, p95 ${r.queuing_delay_ms.p95.toFixed(0)} ms, loss ${(100 * r.loss_rate).toFixed(2)}% (${r.cpu_s.toFixed(1)} s CPU)`;
+}
+
+/**
+ * The simulated matrix: every trace (e2e ones too, for the sim-vs-e2e gap) × nuwa/oracle/aimd ×
+ * queues, as one group (cell) per queue and trace; the records, concatenated in group order, are
+ * the matrix in the report's order (queues outermost, then traces, then schemes).
+ */
+export function planSimMatrix(traces: readonly TraceInfo[], queues: readonly number[], duration_s: number, cc: Partial<NuwaConfig>): SimRunSpec[][] {
+  const groups: SimRunSpec[][] = [];
+  for (const q of queues) for (const t of traces) groups.push((["nuwa", "oracle", "aimd"] as const).map((scheme) => ({ trace: t, scheme, queue_packets: q, duration_s, cc })));
+  return groups;
 }
 
 export interface SweepPoint {
@@ -437,13 +477,21 @@ export interface FairnessPoint {
   loss_rate: number;
 }
 
+/** One console line for a fairness point. */
+export function describeFairness(p: FairnessPoint): string {
+  return `fairness a=${p.additive_increase_mss} ${p.scenario}: Jain ${p.jain_index.toFixed(3)}, util ${p.utilization.toFixed(3)}, p95 ${p.p95_ms} ms`;
+}
+
+/** The additive increases `a` (MSS per RTT) the fairness simulation compares: one cell each. */
+export const FAIRNESS_VALUES_MSS: readonly number[] = [0, 2, 4, 8];
+
 /**
  * Flows sharing one bottleneck in the simulator (sim/shared.ts), 60 s, Jain's
  * index from 20 s: for each additive increase `a`, 5 flows on a constant
  * 6 Mbit/s link and 20 on 24 Mbit/s (the load test's 1.2 Mbit/s per flow),
  * and 5 on T-Mobile LTE short, with simultaneous, 0.5 s- and 2 s-staggered starts.
  */
-export function runFairness(base: Partial<NuwaConfig>, log: (s: string) => void, values: readonly number[] = [0, 2, 4, 8]): FairnessPoint[] {
+export function runFairness(base: Partial<NuwaConfig>, log: (s: string) => void, values: readonly number[] = FAIRNESS_VALUES_MSS): FairnessPoint[] {
   const tm = listTraces().e2e.find((t) => t.name === "mahimahi-tmobile-lte-short");
   const links: [string, Uint32Array, number][] = [
     ["constant 6 Mbit/s", constantRateTrace(6e6, 1000), 5],
@@ -457,20 +505,20 @@ export function runFairness(base: Partial<NuwaConfig>, log: (s: string) => void,
         const r = simulateShared({ trace, duration_s: 60, fair_from_s: 20, flows: Array.from({ length: n }, (_, i) => ({ start_s: i * stagger, config: { ...base, additive_increase_mss: a } })) });
         const p: FairnessPoint = { additive_increase_mss: a, scenario: `${n} flows, ${name}, starts ${stagger} s apart`, flows: n, jain_index: r.jain_index, utilization: r.utilization, p95_ms: r.queuing_delay_ms.p95, loss_rate: r.loss_rate };
         out.push(p);
-        log(`fairness a=${a} ${p.scenario}: Jain ${p.jain_index.toFixed(3)}, util ${p.utilization.toFixed(3)}, p95 ${p.p95_ms} ms`);
+        log(describeFairness(p));
       }
   return out;
 }
 
-export function runSweeps(traces: TraceInfo[], queue_packets: number, duration_s: number, base: Partial<NuwaConfig>, log: (s: string) => void): SweepPoint[] {
-  const out: SweepPoint[] = [];
-  for (const p of sweepGrid(base)) {
-    const results = traces.map((t) => simRun(t, "nuwa", queue_packets, duration_s, p.cc));
-    out.push({ ...p, results });
-    const util = results.reduce((a, r) => a + r.utilization, 0) / results.length;
-    log(`sweep ${p.param} = ${p.value}: mean util ${util.toFixed(3)}, p95s ${results.map((r) => r.queuing_delay_ms.p95.toFixed(0)).join("/")} ms`);
-  }
-  return out;
+/** The sweeps' points (sweepGrid), each with its simulated runs: nuwa on every trace (one cell per point). */
+export function planSweeps(traces: readonly TraceInfo[], queue_packets: number, duration_s: number, base: Partial<NuwaConfig>): { param: string; value: number; cc: Partial<NuwaConfig>; runs: SimRunSpec[] }[] {
+  return sweepGrid(base).map((p) => ({ ...p, runs: traces.map((trace) => ({ trace, scheme: "nuwa" as const, queue_packets, duration_s, cc: p.cc })) }));
+}
+
+/** One console line for a sweep point. */
+export function describeSweep(p: SweepPoint): string {
+  const util = p.results.reduce((a, r) => a + r.utilization, 0) / p.results.length;
+  return `sweep ${p.param} = ${p.value}: mean util ${util.toFixed(3)}, p95s ${p.results.map((r) => r.queuing_delay_ms.p95.toFixed(0)).join("/")} ms`;
 }
 
 /** Shipped controller defaults, for the report. */

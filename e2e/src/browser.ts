@@ -2,7 +2,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 
 export const CHROMIUM = process.env.NUWA_CHROMIUM ?? "/usr/bin/chromium";
 
@@ -11,6 +11,9 @@ export const CHROMIUM = process.env.NUWA_CHROMIUM ?? "/usr/bin/chromium";
  * environment (e.g. a HOME whose NSS database trusts a test CA: serve.e2e.test.ts).
  */
 export async function launchChromium(env?: Record<string, string>): Promise<BrowserContext> {
+  // loaded here, not at the top: a process that imports the harness only to simulate (a simulator
+  // cell of cells.ts) starts without playwright-core's second of module loading
+  const { chromium } = await import("playwright-core");
   const profile = mkdtempSync(join(tmpdir(), "nuwa-chromium-"));
   return chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

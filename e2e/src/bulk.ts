@@ -46,6 +46,8 @@ export interface BulkOptions {
   stall_timeout_ms?: number;
   /** "rl": the page runs the Nuwa-RL tuner (models/nuwa-rl.onnx, onnxruntime-web) on its controller; pass cc RL_CC. */
   tuner?: "rl";
+  /** Build the test pages first (default true; false when the caller built them: cells.ts). */
+  build_pages?: boolean;
 }
 
 export interface BulkResult {
@@ -76,7 +78,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(`${out}/server`, { recursive: true });
   const trace = resolve(o.trace);
-  await buildPages();
+  if (o.build_pages !== false) await buildPages();
   let link: Link | null = null;
   const stopAll = async () => {
     await link?.stop();

@@ -32,6 +32,14 @@
  *   finished without error: only for the same code and settings)
  *   --report-only (rebuild the report from DIR) --sim-duration S --ratchet-duration S (120)
  *   --oracle-window-ms MS (the oracle's capacity window; default the base RTT, 50 ms)
+ *   --ray-address ADDR (join this Ray cluster; default a local Ray on this machine: below)
+ * Every run is a cell of e2e/src/cells.ts, run as a Ray task by lab/nuwa_lab/spread.py (issue 16
+ * item 5): an end-to-end run reserves 2 CPUs (all of this 2-core machine: runs never share its
+ * cores, the emulator stays valid), a simulator cell (a trace's simulated schemes, a sweep point, a
+ * fairness value) 1, so the simulator's cells run two at a time here and a bigger machine or a
+ * cluster runs as many as it has CPUs for. With --ray-address every node needs the repository,
+ * set up, at this path, and --out on a shared file system (the records come back through Ray,
+ * each run's logs stay on its node).
  * Bulk runs on a deep queue also write `frontier.json`: the offline frontier of their traces
  * (SIMULATED, e2e/src/frontier.ts; issue 14), which the report compares each scheme with.
  * Seeds are repetitions (the emulator has no randomness at zero random loss;
@@ -46,27 +54,33 @@ import {
   BULK_SCHEMES,
   bestFixedK,
   clearBench,
+  describeFairness,
   describeRecord,
+  describeSim,
+  describeSweep,
   effectiveConfig,
+  FAIRNESS_VALUES_MSS,
   type FairnessPoint,
+  keptRecord,
   listTraces,
   planRlRuns,
   planRuns,
+  planSimMatrix,
+  planSweeps,
   quickVerdict,
+  type RunOneOptions,
   type RunRecord,
-  runFairness,
-  runMatrix,
-  runOne,
-  runSimMatrix,
-  runSweeps,
   type SimRecord,
   type SweepPoint,
   type TraceInfo,
   VIDEO_SCHEMES,
+  writeRecord,
 } from "./bench.js";
+import { buildPages } from "./build-pages.js";
+import { type Cell, type CellDone, e2eCell, fairnessCell, outputOf, recordOf, simCell, spreadCells, submissionOrder } from "./cells.js";
 import { parseCli, usageError } from "./cli-args.js";
 import { computeFrontiers, DEEP_MIN_PACKETS } from "./frontier.js";
-import { PLAY_SCHEMES } from "./play.js";
+import { ensureContent, PLAY_SCHEMES } from "./play.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
 const USAGE = `./nuwa bench [--quick | --full | --sweep | --rl] [--traces a,b] [--schemes nuwa,cubic,reno,oracle]
@@ -74,7 +88,7 @@ const USAGE = `./nuwa bench [--quick | --full | --sweep | --rl] [--traces a,b] [
   [--video-runs N (nuwa and dashjs cells, default 3)] [--ladder-runs N (other video cells, default 1)] [--queues 1000,50]
   [--video-queues 1000] [--seeds N] [--duration S] [--video-duration S] [--out DIR] [--cc JSON]
   [--no-ratchet] [--no-sim] [--no-sweep] [--resume] [--report-only] [--sim-duration S]
-  [--ratchet-duration S] [--oracle-window-ms MS]
+  [--ratchet-duration S] [--oracle-window-ms MS] [--ray-address ADDR (join a Ray cluster; default a local Ray)]
   (every mode and option: the comment at the top of e2e/src/cli-bench.ts)`;
 const values = parseCli(USAGE, {
   quick: { type: "boolean", default: false },
@@ -102,6 +116,7 @@ const values = parseCli(USAGE, {
   "no-sweep": { type: "boolean", default: false },
   resume: { type: "boolean", default: false },
   "report-only": { type: "boolean", default: false },
+  "ray-address": { type: "string" },
 });
 
 function fail(msg: string): never {
@@ -184,6 +199,15 @@ const doSweep = !quick && !values["no-sweep"];
 const command = `./nuwa bench ${process.argv.slice(2).join(" ")}`.trim();
 
 const log = (s: string) => console.error(`[bench] ${s}`);
+const ray_address = values["ray-address"];
+
+/** Log an end-to-end cell's record as it finishes and keep it in `<out>/runs/<id>/bench.json` (also when it ran on another node). */
+function onE2eDone(c: Cell, d: CellDone, n: number, total: number): RunRecord {
+  const rec = recordOf(c, d);
+  writeRecord(rec, out_dir);
+  log(`[${n}/${total}] ${c.id}: ${describeRecord(rec)} (${rec.wall_s.toFixed(0)} s${ray_address ? `, ${d.node}` : ""})`);
+  return rec;
+}
 function gitState(): { commit: string; dirty_files: string[] } {
   try {
     const commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim();
@@ -206,36 +230,71 @@ if (values.rl) {
   mkdirSync(out_dir, { recursive: true });
   const started = new Date();
   log(`${rlRuns.length} end-to-end runs (about ${Math.round((rlRuns.length * (bulkDuration + 12)) / 60)} min); best fixed k per family from the simulator: ${JSON.stringify(best_k)}`);
-  const o: BenchOptions = { out_dir, traces: rlTraces, bulk_schemes: ["nuwa"], video_schemes: [], queues: [1000], video_queues: [], seeds: 1, bulk_duration_s: bulkDuration, video_duration_s: 0, ratchet: false, ratchet_duration_s: 0, cc, delay_ms: 25, resume: values.resume!, log };
-  for (const [i, spec] of rlRuns.entries()) {
-    const rec = await runOne(spec, o);
-    log(`[${i + 1}/${rlRuns.length}] ${spec.id}: ${describeRecord(rec)} (${rec.wall_s.toFixed(0)} s)`);
-  }
+  const o: RunOneOptions = { out_dir, cc, delay_ms: 25, pages_built: true };
+  const cells = rlRuns.map((spec) => e2eCell(spec, o));
+  const spread = await spreadCells(cells, { ray_address, meanwhile: buildPages, on_done: (d, n, total) => onE2eDone(cells[d.index]!, d, n, total) });
   const index = { command, mode, git: gitAtStart, git_at_end: gitState(), started_utc: started.toISOString(), ended_utc: new Date().toISOString(), best_k, runs: rlRuns.map(({ id, trace, family, policy, k_mss }) => ({ id, trace: trace.name, family, policy, k_mss: Number.isNaN(k_mss) ? null : k_mss })) };
   writeFileSync(`${out_dir}/rl-index.json`, JSON.stringify(index, null, 1));
   execFileSync(PYTHON, ["-m", "nuwa_lab.rl_eval", "--bench-dir", out_dir, "--md", `${REPO_ROOT}models/report/e2e.md`], { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
   log(`report: ${out_dir}/rl-eval.md and models/report/e2e.md`);
+  await spread.exited;
   process.exit(0);
 }
+let rayShutdown: Promise<unknown> = Promise.resolve();
 if (!values["report-only"]) {
   if (quick) clearBench(out_dir);
   mkdirSync(out_dir, { recursive: true });
   if (all.missing.length) log(`traces listed in traces/index.json but not found (skipped): ${all.missing.join(", ")}`);
   const started = new Date();
   const plan = sweepOnly ? [] : planRuns(opts);
-  const e2e_s = plan.reduce((a, r) => a + r.duration_s + 10, 0);
-  log(`${plan.length} end-to-end runs (about ${Math.round(e2e_s / 60)} min at ~10 s overhead each)${doSim || sweepOnly ? " + simulator matrix (~1 min)" : ""}${doSweep || sweepOnly ? " + sweeps (~2-3 min)" : ""}`);
-  const runs: RunRecord[] = sweepOnly ? [] : await runMatrix({ ...opts, log });
-  const sim: SimRecord[] = doSim || sweepOnly ? runSimMatrix(simTraces, opts.queues, simDuration, cc, log) : [];
-  const sweeps: SweepPoint[] = doSweep || sweepOnly ? runSweeps(simTraces, 1000, simDuration, cc, log) : [];
-  const fairness: FairnessPoint[] = doSweep || sweepOnly ? runFairness(cc, log) : [];
-  // Issue 14: the offline frontier (SIMULATED, seconds) of the traces run in bulk, on the deep queue,
-  // for the report's "distance to the frontier" (lab/nuwa_lab/bench_report/frontier.py reads frontier.json).
-  const frontierQueue = opts.queues.find((q) => q >= DEEP_MIN_PACKETS);
-  if (!sweepOnly && opts.bulk_schemes.length > 0 && opts.traces.length > 0 && frontierQueue !== undefined) {
-    const fr = computeFrontiers(opts.traces, { duration_s: bulkDuration, queue_packets: frontierQueue, one_way_delay_ms: opts.delay_ms }, (s) => log(`frontier ${s}`));
-    writeFileSync(`${out_dir}/frontier.json`, JSON.stringify(fr, null, 1));
+  // --resume: runs an earlier invocation finished without error are kept, not run again
+  const runsById = new Map<string, RunRecord>();
+  for (const spec of opts.resume ? plan : []) {
+    const old = keptRecord(spec, out_dir);
+    if (old) runsById.set(spec.id, old);
   }
+  for (const id of runsById.keys()) log(`${id}: kept from an earlier run`);
+  const runOpts: RunOneOptions = { out_dir, cc, delay_ms: opts.delay_ms, oracle_window_ms: opts.oracle_window_ms, pages_built: true };
+  const e2eCells = plan.filter((spec) => !runsById.has(spec.id)).map((spec) => e2eCell(spec, runOpts));
+  const simCells = (doSim || sweepOnly ? planSimMatrix(simTraces, opts.queues, simDuration, cc) : []).map((g, i) => simCell(`sim-${i}-${g[0]!.trace.name}-q${g[0]!.queue_packets}`, g));
+  const sweepPlan = doSweep || sweepOnly ? planSweeps(simTraces, 1000, simDuration, cc) : [];
+  const sweepCells = sweepPlan.map((_, i) => simCell(`sweep-${i}`, sweepPlan[i]!.runs));
+  const fairCells = doSweep || sweepOnly ? FAIRNESS_VALUES_MSS.map((a) => fairnessCell(cc, a)) : [];
+  const cells: Cell[] = submissionOrder([...e2eCells, ...simCells, ...sweepCells, ...fairCells]);
+  const e2e_s = e2eCells.reduce((a, c) => a + (c.work.kind === "e2e" ? c.work.spec.duration_s : 0) + 10, 0);
+  log(
+    `${plan.length} end-to-end runs (${e2eCells.length} to run, about ${Math.round(e2e_s / 60)} min at ~10 s overhead each on this machine)${simCells.length ? " + simulator matrix" : ""}${sweepCells.length ? " + sweeps and fairness" : ""}: ` +
+      `${cells.length} cells on Ray (${ray_address ? `cluster ${ray_address}` : "a local Ray"}; end to end 2 CPUs each, simulator 1)`,
+  );
+  const spread = await spreadCells(cells, {
+    ray_address,
+    // While Ray starts: build the pages once for every run, make the DASH content if a video run needs it, and
+    // (issue 14) the offline frontier (SIMULATED) of the traces run in bulk on the deep queue, for the report's
+    // "distance to the frontier" (lab/nuwa_lab/bench_report/frontier.py reads frontier.json). No cell runs meanwhile.
+    meanwhile: async () => {
+      if (e2eCells.length) await buildPages();
+      if (e2eCells.some((c) => c.work.kind === "e2e" && c.work.spec.kind === "play")) await ensureContent(120);
+      const frontierQueue = opts.queues.find((q) => q >= DEEP_MIN_PACKETS);
+      if (!sweepOnly && opts.bulk_schemes.length > 0 && opts.traces.length > 0 && frontierQueue !== undefined) {
+        const fr = computeFrontiers(opts.traces, { duration_s: bulkDuration, queue_packets: frontierQueue, one_way_delay_ms: opts.delay_ms }, (s) => log(`frontier ${s}`));
+        writeFileSync(`${out_dir}/frontier.json`, JSON.stringify(fr, null, 1));
+      }
+    },
+    on_done: (d, n, total) => {
+      const c = cells[d.index]!;
+      const at = `[${n}/${total}]`;
+      if (c.work.kind === "e2e") runsById.set(c.id, onE2eDone(c, d, n, total));
+      else if (!d.ok) log(`${at} ${c.id}: FAILED ${d.error}`);
+      else if (c.work.kind === "fairness") for (const p of d.result as FairnessPoint[]) log(`${at} ${describeFairness(p)}`);
+      else if (sweepCells.includes(c)) log(`${at} ${describeSweep({ ...sweepPlan[sweepCells.indexOf(c)]!, results: d.result as SimRecord[] })}`);
+      else for (const r of d.result as SimRecord[]) log(`${at} ${describeSim(r)}`);
+    },
+  });
+  const outcome = (c: Cell) => spread.done[cells.indexOf(c)]!;
+  const runs: RunRecord[] = plan.map((spec) => runsById.get(spec.id)!);
+  const sim: SimRecord[] = simCells.flatMap((c) => outputOf<SimRecord[]>(c, outcome(c)));
+  const sweeps: SweepPoint[] = sweepPlan.map((p, i) => ({ param: p.param, value: p.value, cc: p.cc, results: outputOf<SimRecord[]>(sweepCells[i]!, outcome(sweepCells[i]!)) }));
+  const fairness: FairnessPoint[] = fairCells.flatMap((c) => outputOf<FairnessPoint[]>(c, outcome(c)));
   const index = {
     command,
     mode,
@@ -244,6 +303,7 @@ if (!values["report-only"]) {
     started_utc: started.toISOString(),
     ended_utc: new Date().toISOString(),
     host: { cpus: (await import("node:os")).cpus().length },
+    spread: { ray_address: ray_address ?? "local", cells: cells.length, nodes: [...new Set(spread.done.map((d) => d.node))] },
     options: { ...opts, traces: opts.traces.map((t) => t.path), log: undefined },
     config: effectiveConfig(cc),
     missing_traces: all.missing,
@@ -253,6 +313,7 @@ if (!values["report-only"]) {
     fairness,
   };
   writeFileSync(`${out_dir}/bench-index.json`, JSON.stringify(index, null, 1));
+  rayShutdown = spread.exited; // Ray shuts down while the report is made
 } else if (!existsSync(`${out_dir}/bench-index.json`)) fail(`--report-only: no ${out_dir}/bench-index.json`);
 
 const reportArgs = ["-m", "nuwa_lab.bench_report", "--bench-dir", out_dir];
@@ -261,6 +322,7 @@ if (values.full) reportArgs.push("--docs-md", `${REPO_ROOT}docs/BENCHMARKS.md`, 
 if (existsSync(`${REPO_ROOT}docs/bench/notes.md`)) reportArgs.push("--notes", `${REPO_ROOT}docs/bench/notes.md`);
 execFileSync(PYTHON, reportArgs, { cwd: REPO_ROOT, stdio: ["ignore", "inherit", "inherit"] });
 log(`report: ${out_dir}/report.md${values.full ? " and docs/BENCHMARKS.md" : ""}`);
+await rayShutdown;
 
 if (quick) {
   // CI check (issue 5, issue 13 item 4): nuwa's p95 below cubic's and utilization ≥ 0.9 × cubic's, same invocation.

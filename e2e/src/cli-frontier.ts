@@ -1,7 +1,8 @@
 /**
- * `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] --json OUT`:
+ * `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] [--ray-address ADDR] --json OUT`:
  * the offline frontier of traces (issue 14; packages/cc/src/sim/frontier.ts, docs/DESIGN.md §7),
- * SIMULATED in process: for each trace, the (utilization, p95 queuing delay) point of every
+ * SIMULATED, one Ray task (1 CPU) per trace (e2e/src/cells.ts; a local Ray, or the cluster at
+ * --ray-address: docs/ARCHITECTURE.md "Runs that spread"): for each trace, the (utilization, p95 queuing delay) point of every
  * omniscient sender (window and paced families) of the headroom grid and their envelope. Traces: every 3G, 4G and
  * low-band 5G trace of traces/index.json found on disk (the end-to-end set of `./nuwa bench`),
  * plus every `*.mahi` in --burst-dir (e.g. burst variants made by
@@ -13,18 +14,21 @@
 import { readdirSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { listTraces } from "./bench.js";
+import { frontierCell, outputOf, spreadCells } from "./cells.js";
 import { parseCli, usageError } from "./cli-args.js";
-import { computeFrontiers, traceName } from "./frontier.js";
+import { describeTraceFrontier, type FrontierJson, mergeFrontiers, traceName } from "./frontier.js";
 
-const USAGE = `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] --json OUT
+const USAGE = `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] [--ray-address ADDR] --json OUT
   the offline frontier (omniscient senders, SIMULATED) of every 3G/4G/low-band 5G trace,
-  plus every *.mahi in --burst-dir; --traces keeps names or paths containing one of a,b`;
+  plus every *.mahi in --burst-dir; --traces keeps names or paths containing one of a,b;
+  one Ray task per trace (a local Ray, or the cluster at --ray-address)`;
 const values = parseCli(USAGE, {
   traces: { type: "string" },
   "burst-dir": { type: "string" },
   duration: { type: "string", default: "60" },
   "queue-packets": { type: "string", default: "1000" },
   json: { type: "string" },
+  "ray-address": { type: "string" },
 });
 if (!values.json) usageError(USAGE, "--json OUT is required");
 const duration_s = Number(values.duration);
@@ -49,11 +53,24 @@ if (values.traces) {
   traces = traces.filter((t) => pats.some((p) => t.name === p || t.path.includes(p)));
   if (traces.length === 0) usageError(USAGE, `no trace matches --traces ${values.traces}`);
 }
-let out: ReturnType<typeof computeFrontiers>;
+const names = traces.map((t) => t.name);
+const twice = names.find((n, i) => names.indexOf(n) !== i);
+if (twice) usageError(USAGE, `frontier: two traces named ${twice}`);
+const cells = traces.map((t) => frontierCell(t, { duration_s, queue_packets }));
+const spread = await spreadCells(cells, {
+  ray_address: values["ray-address"],
+  on_done: (d, n, total) => {
+    const t = cells[d.index]!.work;
+    const f = d.ok && t.kind === "frontier" ? (d.result as FrontierJson).traces[t.trace.name] : undefined;
+    console.error(`[frontier] [${n}/${total}] ${f && t.kind === "frontier" ? describeTraceFrontier(t.trace.name, f) : `${d.id}: FAILED ${d.error}`} (${d.wall_s.toFixed(1)} s)`);
+  },
+});
+let out: FrontierJson;
 try {
-  out = computeFrontiers(traces, { duration_s, queue_packets }, (s) => console.error(`[frontier] ${s}`));
+  out = mergeFrontiers(cells.map((c, i) => outputOf<FrontierJson>(c, spread.done[i]!)));
 } catch (e) {
   usageError(USAGE, (e as Error).message);
 }
+await spread.exited;
 writeFileSync(values.json, JSON.stringify(out, null, 1));
 console.log(`wrote ${values.json} (${traces.length} traces)`);

@@ -68,6 +68,13 @@ export function traceName(path: string): string {
   return basename(path).replace(/\.mahi$/, "");
 }
 
+/** One line for a trace's frontier: its p95 at the report's utilizations, overall and per family, ms. */
+export function describeTraceFrontier(name: string, t: TraceFrontierJson): string {
+  const show = (a: Record<string, number | null>) => Object.values(a).map((p) => (p === null ? "–" : p.toFixed(1))).join(" / ");
+  const fams = Object.entries(t.p95_at_utilization_ms_by_family).map(([f, a]) => `${f} ${show(a)}`);
+  return `${name}: p95 at util ${FRONTIER_REPORT_UTILIZATIONS.join(" / ")}: ${show(t.p95_at_utilization_ms)} ms (${fams.join(", ")})`;
+}
+
 /**
  * The frontier of each trace.
  * @param traces `{name, path}` of Mahimahi trace files (names must be unique)
@@ -105,8 +112,27 @@ export function computeFrontiers(traces: readonly { name: string; path: string }
     const at = atU(pts);
     const byFamily = Object.fromEntries(families.map((f) => [f, atU(pts.filter((p) => p.family === f))]));
     out.traces[t.name] = { path: t.path, points: pts.map(toJson), envelope: frontierEnvelope(pts).map(toJson), p95_at_utilization_ms: at, p95_at_utilization_ms_by_family: byFamily };
-    const show = (a: Record<string, number | null>) => Object.values(a).map((p) => (p === null ? "–" : p.toFixed(1))).join(" / ");
-    log(`${t.name}: p95 at util ${FRONTIER_REPORT_UTILIZATIONS.join(" / ")}: ${show(at)} ms (${families.map((f) => `${f} ${show(byFamily[f]!)}`).join(", ")}) (${((Date.now() - t0) / 1000).toFixed(1)} s CPU)`);
+    log(`${describeTraceFrontier(t.name, out.traces[t.name]!)} (${((Date.now() - t0) / 1000).toFixed(1)} s CPU)`);
+  }
+  return out;
+}
+
+/**
+ * One frontier file from several computed apart (one trace each: `./nuwa frontier`'s Ray cells,
+ * e2e/src/cells.ts): the settings of the first, the traces of all in the given order.
+ * @throws Error if there are none, their settings differ, or two hold the same trace name
+ */
+export function mergeFrontiers(parts: readonly FrontierJson[]): FrontierJson {
+  if (parts.length === 0) throw new Error("mergeFrontiers: nothing to merge");
+  const { traces: _, ...head } = parts[0]!;
+  const out: FrontierJson = { ...head, traces: {} };
+  for (const p of parts) {
+    const { traces, ...settings } = p;
+    if (JSON.stringify(settings) !== JSON.stringify(head)) throw new Error("mergeFrontiers: the parts were computed with different settings");
+    for (const [name, t] of Object.entries(traces)) {
+      if (name in out.traces) throw new Error(`frontier: two traces named ${name}`);
+      out.traces[name] = t;
+    }
   }
   return out;
 }

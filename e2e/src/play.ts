@@ -43,6 +43,8 @@ export interface PlayOptions {
   queue_packets?: number;
   content_duration_s?: number;
   cc?: Record<string, unknown>;
+  /** Build the test pages first (default true; false when the caller built them: cells.ts). */
+  build_pages?: boolean;
 }
 
 /** Make (or reuse) the DASH content; returns its directory. */
@@ -62,7 +64,7 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
   mkdirSync(`${out}/server`, { recursive: true });
   const trace = resolve(o.trace);
   const content_dir = await ensureContent(o.content_duration_s ?? 120);
-  await buildPages();
+  if (o.build_pages !== false) await buildPages();
   if (!PLAY_SCHEMES.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} (${PLAY_SCHEMES.join(", ")})`);
   const page_scheme = o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
   const server_cc = GRANT_SCHEMES.includes(page_scheme) ? "nuwa" : "cubic";

@@ -30,6 +30,7 @@ PLANTED = [
     ("session.py", "from nuwa_lab.emulator.trace import load_trace  # noqa\n",
      "nuwa_lab.emulator.trace"),
     ("certs.py", "def _plot() -> None:\n    import matplotlib.pyplot  # noqa\n", "matplotlib"),
+    ("send_loop.py", "def _spread() -> None:\n    import ray  # noqa\n", "ray"),  # lab only
 ]
 
 

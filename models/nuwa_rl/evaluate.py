@@ -8,7 +8,14 @@ onnxruntime (greedy action), so what is evaluated is what ships.
 Per episode: mean reward (Eq. 13), utilization (delivered / offered bytes),
 per-packet mean and p95 true queuing delay (from the link), loss.
 
+Each trace's episodes (every fixed k, then the agent) are one Ray task (1 CPU: this process and
+its Node stepper take turns), run as the CPUs allow (issue 16 item 5, docs/ARCHITECTURE.md "Runs
+that spread"): a light local Ray by default, or the cluster at ``--ray-address`` (every node with
+the repository, set up, at the same path). A trace's result does not depend on where or with
+what else it ran (models/tests/test_evaluate.py compares with one process running them in turn).
+
 Usage: python -m nuwa_rl.evaluate [--model models/nuwa-rl.onnx] [--json OUT] [--md OUT]
+       [--ray-address ADDR]
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import agent
+from . import agent, sim
 from .episode import Episode
 from .sim import REPO_ROOT, Stepper
 
@@ -93,23 +100,98 @@ def run_episode(ep: Episode, trace: Path, policy: Callable[[np.ndarray], float] 
             "k_series": ks if fixed_k is None else [], "stall_s": ep.player.stall_s}
 
 
-def evaluate(model: Path | None, steps: int = agent.EPISODE_STEPS) -> dict[str, Any]:
-    ep = Episode(Stepper(), record_queuing_delays=True)
-    rl = OnnxAgent(model) if model else None
-    rows = []
+def evaluate_trace(model: Path | None, family: str, trace: Path, steps: int,
+                   ep: Episode | None = None) -> dict[str, Any]:
+    """One row of the evaluation: every fixed k, then the agent (if ``model``), on ``trace``.
+    Uses ``ep`` (a caller's episode, reset per run) or one of its own, closed at the end."""
+    own = ep is None
+    ep = ep or Episode(Stepper(), record_queuing_delays=True)
     try:
-        for family, trace in eval_traces():
-            res: dict[str, Any] = {"family": family, "trace": trace.name}
-            for k in FIXED_KS:
-                res[f"k={k:g}"] = run_episode(ep, trace, None, k, steps)
-            if rl:
-                rl.reset()
-                res["rl"] = run_episode(ep, trace, rl.act, None, steps)
-            rows.append(res)
-            print(family, trace.name, {p: round(v["reward"], 3) for p, v in res.items()
-                                       if isinstance(v, dict)}, flush=True)
+        res: dict[str, Any] = {"family": family, "trace": trace.name}
+        for k in FIXED_KS:
+            res[f"k={k:g}"] = run_episode(ep, trace, None, k, steps)
+        if model:
+            rl = OnnxAgent(model)
+            res["rl"] = run_episode(ep, trace, rl.act, None, steps)
+        return res
     finally:
-        ep.stepper.close()
+        if own:
+            ep.stepper.close()
+
+
+def _evaluate_trace_task(model: Path | None, family: str, trace: Path, steps: int,
+                         cc: dict[str, Any]) -> dict[str, Any]:
+    """:func:`evaluate_trace` in a Ray worker, with the caller's controller settings (its
+    ``sim.ENV_CC_CONFIG``, which ``train.py --cc`` changes in the caller's process only)."""
+    sim.ENV_CC_CONFIG.clear()
+    sim.ENV_CC_CONFIG.update(cc)
+    return evaluate_trace(model, family, trace, steps)
+
+
+def _row_line(res: dict[str, Any]) -> str:
+    return f"{res['family']} {res['trace']} " + str(
+        {p: round(v["reward"], 3) for p, v in res.items() if isinstance(v, dict)})
+
+
+def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+    """A light local Ray (no dashboard, a 100 MB object store, ``num_cpus`` or all CPUs, no
+    usage report; as lab/nuwa_lab/spread.py, which this venv does not hold) or the cluster at
+    ``address``."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # local workers inherit this environment: let them import nuwa_rl where this process found
+    # it on sys.path only (the repository's .venv runs models/tests without installing it)
+    pkg_root = str(Path(__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH", "")
+    if pkg_root not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, path) if p)
+    import ray
+
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False,
+                 object_store_memory=100 * 1024 * 1024, log_to_driver=False)
+
+
+def evaluate(model: Path | None, steps: int = agent.EPISODE_STEPS,
+             traces: list[tuple[str, Path]] | None = None, ray_address: str | None = None,
+             serial: bool = False) -> dict[str, Any]:
+    """The evaluation table's rows, one per trace of ``traces`` (default :func:`eval_traces`),
+    in that order. One Ray task per trace (1 CPU) on the Ray already running in this process,
+    else on one started here (local, or the cluster at ``ray_address``) and shut down at the
+    end. ``serial``: one episode in this process runs them in turn instead (the reference the
+    tests compare with; not the default)."""
+    traces = eval_traces() if traces is None else traces
+    rows: list[dict[str, Any]] = []
+    if serial:
+        ep = Episode(Stepper(), record_queuing_delays=True)
+        try:
+            for family, trace in traces:
+                rows.append(evaluate_trace(model, family, trace, steps, ep))
+                print(_row_line(rows[-1]), flush=True)
+        finally:
+            ep.stepper.close()
+        return {"steps": steps, "interval_ms": agent.INTERVAL_MS, "rows": rows}
+    import ray
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        init_ray(ray_address)
+    try:
+        task = ray.remote(_evaluate_trace_task).options(num_cpus=1, max_retries=0)
+        cc = dict(sim.ENV_CC_CONFIG)
+        refs = [task.remote(model, family, trace, steps, cc) for family, trace in traces]
+        index = {r: i for i, r in enumerate(refs)}
+        out: list[dict[str, Any] | None] = [None] * len(refs)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            out[index[done[0]]] = res = ray.get(done[0])
+            print(_row_line(res), flush=True)
+        rows = [r for r in out if r is not None]
+    finally:
+        if started_here:
+            ray.shutdown()
     return {"steps": steps, "interval_ms": agent.INTERVAL_MS, "rows": rows}
 
 
@@ -174,8 +256,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=agent.EPISODE_STEPS)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--md", type=Path)
+    ap.add_argument("--ray-address", help="join this Ray cluster (default: a local Ray)")
     a = ap.parse_args()
-    res = evaluate(None if a.no_model else a.model, a.steps)
+    res = evaluate(None if a.no_model else a.model, a.steps, ray_address=a.ray_address)
     table = family_table(res)
     print(table)
     if a.json:

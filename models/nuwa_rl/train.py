@@ -160,6 +160,7 @@ def main() -> None:
                     help="controller settings (JSON) over sim.ENV_CC_CONFIG (experiments; the shipped model: none)")
     ap.add_argument("--hp", type=json.loads, default={}, help="RecurrentPPO hyperparameters (JSON) over HYPERPARAMS")
     ap.add_argument("--policy-kwargs", type=json.loads, default={}, help="(JSON) over POLICY_KWARGS")
+    ap.add_argument("--ray-address", help="the evaluation's Ray cluster (default: a local Ray; evaluate.py)")
     a = ap.parse_args()
     ENV_CC_CONFIG.update(a.cc)
     HYPERPARAMS.update(a.hp)
@@ -184,7 +185,7 @@ def main() -> None:
     if not a.no_eval:
         from .evaluate import evaluate, family_table
 
-        evaluation = evaluate(onnx_path)
+        evaluation = evaluate(onnx_path, ray_address=a.ray_address)
         export.write_json(out / "report" / "evaluation.json", evaluation)
         (out / "report" / "evaluation.md").write_text(family_table(evaluation) + "\n")
         print(family_table(evaluation))

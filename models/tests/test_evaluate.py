@@ -32,3 +32,37 @@ def test_eval_traces_include_the_new_york_recordings(monkeypatch) -> None:
     assert len(nyc) == 10 and len(names) >= 18
     assert ("3G", "nyc2018-unknownop-3g-subway-cross.mahi") in nyc
     assert ("4G", "nyc2019-unknownop-lte-walking-3201711.mahi") in nyc
+
+
+def test_evaluation_through_ray_equals_the_serial_run() -> None:
+    """Issue 16 item 5: each trace's episodes are one Ray task; the rows (every fixed k and the
+    shipped agent, 30 intervals on two traces) equal those of one episode running them in turn
+    in this process, in the traces' order, with a changed controller setting carried to the
+    workers (train.py --cc changes sim.ENV_CC_CONFIG in the caller only)."""
+    import ray
+
+    from nuwa_rl import evaluate, sim
+
+    traces = [t for t in eval_traces() if t[1].name in (
+        "mahimahi-tmobile-lte-short.mahi", "norway-hsdpa-bus-1.mahi")]
+    assert len(traces) == 2
+    model = sim.REPO_ROOT / "models" / "nuwa-rl.onnx"
+    saved = dict(sim.ENV_CC_CONFIG)
+    sim.ENV_CC_CONFIG["sensitivity_ms"] = 40
+    try:
+        evaluate.init_ray(num_cpus=2)
+        try:
+            spread = evaluate.evaluate(model, steps=30, traces=traces)
+        finally:
+            ray.shutdown()
+        serial = evaluate.evaluate(model, steps=30, traces=traces, serial=True)
+        sim.ENV_CC_CONFIG.clear()
+        sim.ENV_CC_CONFIG.update(saved)
+        default = evaluate.evaluate(None, steps=30, traces=traces[:1], serial=True)
+    finally:
+        sim.ENV_CC_CONFIG.clear()
+        sim.ENV_CC_CONFIG.update(saved)
+    assert [r["trace"] for r in spread["rows"]] == [t[1].name for t in traces]
+    assert spread == serial
+    assert {"rl", "k=1", "k=9"} <= set(spread["rows"][0])
+    assert spread["rows"][0]["k=5"] != default["rows"][0]["k=5"]  # the setting reached the workers

@@ -13,10 +13,13 @@ certificate, hex; the SPKI hash (base64) serves Chromium's
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import ipaddress
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +37,8 @@ RENEW_BEFORE_EXPIRY = dt.timedelta(days=2)
 
 DEV_CERT_FILE = "dev-cert.pem"
 DEV_KEY_FILE = "dev-key.pem"
+DEV_LOCK_FILE = ".dev-cert.lock"
+"""Held (flock) while a server checks or replaces the pair, so servers starting at once agree."""
 DEV_SAN_DNS = ("localhost",)
 DEV_SAN_IP = ("127.0.0.1", "::1")
 
@@ -116,10 +121,32 @@ def generate_dev_cert(now: dt.datetime) -> tuple[bytes, bytes]:
     )
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock(2) on ``path`` (created if missing) for the block."""
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _write_atomic(path: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to ``path`` through a temporary file renamed into place (rename(2))."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
 def ensure_dev_cert(state_dir: str | os.PathLike[str], now: dt.datetime | None = None) -> CertInfo:
     """Return the dev certificate in ``state_dir``, generating it if needed.
 
-    The directory is created if missing; the key is written with mode 0600.
+    The directory is created if missing; the key is written with mode 0600. Safe to call
+    from several processes at once on one directory: they take turns (flock on
+    ``.dev-cert.lock``), so all return the same pair and the files always match.
 
     Raises:
         OSError: the state directory cannot be created or written.
@@ -128,22 +155,24 @@ def ensure_dev_cert(state_dir: str | os.PathLike[str], now: dt.datetime | None =
     directory = Path(state_dir)
     directory.mkdir(parents=True, exist_ok=True)
     cert_path, key_path = directory / DEV_CERT_FILE, directory / DEV_KEY_FILE
-    cert: x509.Certificate | None = None
-    try:
-        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
-        serialization.load_pem_private_key(key_path.read_bytes(), password=None)
-        if not _dev_cert_usable(cert, now):
+    # Servers started at once on one state directory (benchmark runs spread over a machine)
+    # decide one at a time: the first makes the pair, the others find it. Each file is written
+    # to a temporary name and renamed into place (atomic), so no reader sees half a pair.
+    with _locked(directory / DEV_LOCK_FILE):
+        cert: x509.Certificate | None = None
+        try:
+            cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+            serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+            if not _dev_cert_usable(cert, now):
+                cert = None
+        except (OSError, ValueError, TypeError):
             cert = None
-    except (OSError, ValueError, TypeError):
-        cert = None
-    generated = cert is None
-    if cert is None:
-        cert_pem, key_pem = generate_dev_cert(now)
-        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(key_pem)
-        cert_path.write_bytes(cert_pem)
-        cert = x509.load_pem_x509_certificate(cert_pem)
+        generated = cert is None
+        if cert is None:
+            cert_pem, key_pem = generate_dev_cert(now)
+            _write_atomic(key_path, key_pem, 0o600)
+            _write_atomic(cert_path, cert_pem, 0o644)
+            cert = x509.load_pem_x509_certificate(cert_pem)
     sha_hex, spki_b64 = cert_hashes(cert)
     return CertInfo(cert_path, key_path, sha_hex, spki_b64, cert.not_valid_after_utc, generated)
 

@@ -1,6 +1,6 @@
 """Issue 7 item 9: production certificates (PEM paths, ordinary CA validation, no hash,
 no dev certificate) and dev certificates (≤ 14 days, hash, renewed before expiry, also
-while the server runs)."""
+while the server runs; issue 16 item 5: made once when servers start at once)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import ipaddress
 import ssl
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 from wt_harness import WtClient, bulk_bytes, client_configuration, run, running_server, wt_client
 
+from nuwa_server import certs
 from nuwa_server.certs import DEV_CERT_FILE, load_cert_info
 from nuwa_server.config import SessionConfig
 from nuwa_server.server import start_server
@@ -237,3 +240,41 @@ def test_production_cert_mode(tmp_path: Path) -> None:
             server.close()
 
     run(main())
+
+
+def test_servers_starting_at_once_agree_on_one_matching_pair(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight servers ask for the dev certificate of an empty state directory at once, each
+    slow to make one (0.2 s, so their checks overlap): exactly one makes the pair, all eight
+    get its hash, and the files on disk are that certificate and its own key. Without a lock,
+    every one of them generated and wrote its own pair over the others'."""
+    real = certs.generate_dev_cert
+
+    def slow(now):  # type: ignore[no-untyped-def]
+        time.sleep(0.2)
+        return real(now)
+
+    monkeypatch.setattr(certs, "generate_dev_cert", slow)
+    state = tmp_path / "state"
+    infos: list[certs.CertInfo] = []
+    barrier = threading.Barrier(8)
+
+    def start() -> None:
+        barrier.wait()
+        infos.append(certs.ensure_dev_cert(state))
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(infos) == 8
+    assert sum(i.generated for i in infos) == 1
+    on_disk = x509.load_pem_x509_certificate((state / certs.DEV_CERT_FILE).read_bytes())
+    assert {i.cert_sha256_hex for i in infos} == {certs.cert_hashes(on_disk)[0]}
+    key = serialization.load_pem_private_key((state / certs.DEV_KEY_FILE).read_bytes(), None)
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    der = serialization.Encoding.DER
+    assert key.public_key().public_bytes(der, spki) == on_disk.public_key().public_bytes(der, spki)
+    assert oct((state / certs.DEV_KEY_FILE).stat().st_mode & 0o777) == "0o600"
+    assert not list(state.glob("*.tmp-*"))  # no temporary file left behind
