@@ -71,8 +71,8 @@ export interface ShakaLike {
       PluginPriority: { APPLICATION: number; PREFERRED: number };
       RequestType: { SEGMENT: number };
     };
-    /** shaka's fetch plugin, restored for https when the attachment closes. */
-    HttpFetchPlugin?: { parse: NuwaSchemePlugin };
+    /** shaka's fetch plugin: other origins' requests, and https's plugin again when the attachment closes (a method, so shaka's own Request type is accepted). */
+    HttpFetchPlugin?: { parse(...args: Parameters<NuwaSchemePlugin>): ShakaOperationLike };
   };
   util: {
     AbortableOperation: new (promise: Promise<ShakaResponseLike>, onAbort: () => Promise<unknown>) => ShakaOperationLike;
