@@ -17,7 +17,6 @@ import type { ShakaLike } from "./types.js";
 /** shaka-player is CommonJS: at run time the namespace is module.exports; its typings (`export default shaka`), read as CommonJS under NodeNext, put it at `.default.default`. */
 type Shaka = typeof shakaModule.default.default;
 const shaka = ((shakaModule as unknown as { default?: Shaka }).default ?? shakaModule) as Shaka;
-type ShakaError = InstanceType<Shaka["util"]["Error"]>;
 const S = shaka as unknown as ShakaLike;
 const abrConfig = () => (shaka.util as unknown as { PlayerConfiguration: { createDefault(): { abr: unknown } } }).PlayerConfiguration.createDefault().abr;
 const variant = (id: number, bandwidth: number) => ({ id, bandwidth, video: { width: 640, height: 360 }, audio: null, allowedByApplication: true, allowedByKeySystem: true, disabledUntilTime: 0 });
