@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as srcCc from "../packages/cc/src/index.js";
 import * as srcSim from "../packages/cc/src/sim/index.js";
 import * as srcPlayer from "../packages/player/src/index.js";
+import * as srcShaka from "../packages/player/src/shaka/index.js";
 import { runScenario, type ScenarioResult } from "./pack-consumer/scenario.mjs";
 import { buildPackages, installedDashjsVersion, makeConsumer, type PackageKey, packPackages, readPackageJson, run, runNodeJson, tarballFiles, tarballPackageJson } from "./src/pack.js";
 import { REPO_ROOT } from "./src/procs.js";
@@ -76,6 +77,11 @@ describe("published tarballs", () => {
     expect(pkg.dependencies?.dashjs).toBeUndefined();
     expect(JSON.stringify(pkg)).not.toContain("workspace:");
     expect(pkg.peerDependencies?.dashjs).toBeDefined();
+    // shaka-player likewise: an optional peer of the `./shaka` entry only, never installed for dash.js sites.
+    expect(pkg.dependencies?.["shaka-player"]).toBeUndefined();
+    expect(pkg.peerDependencies?.["shaka-player"]).toBeDefined();
+    expect((pkg as { peerDependenciesMeta?: Record<string, { optional?: boolean }> }).peerDependenciesMeta?.["shaka-player"]?.optional).toBe(true);
+    expect(Object.keys(pkg.exports ?? {})).toContain("./shaka");
   });
 
   it("installs as one copy of @nuwa/cc, taken from the local tarball", () => {
@@ -177,6 +183,17 @@ describe("@nuwa/player from the tarball, plain Node without a DOM", () => {
   });
 });
 
+describe("@nuwa/player/shaka from the tarball, plain Node", () => {
+  it("imports without shaka-player or a DOM, exports what the sources export, and is not in the main entry", () => {
+    const out = timed("node shaka", () => runNodeJson<{ exports: string[]; main_has_shaka: boolean; session_path: string; http_url_error: string | null }>(consumer, "shaka.mjs"));
+    expect(out.exports).toEqual(Object.keys(srcShaka).sort());
+    expect(out.exports).toContain("attachNuwaShaka");
+    expect(out.main_has_shaka).toBe(false);
+    expect(out.session_path).toBe("/v/seg-1.m4s");
+    expect(out.http_url_error).toBe("TypeError: attachNuwaShaka: options.url must be https: (WebTransport), got http:");
+  });
+});
+
 describe("TypeScript consumer against the published declarations", () => {
   it("type-checks (strict, exactOptionalPropertyTypes, skipLibCheck off) with the real dash.js typings", () => {
     const stdout = timed("tsc consumer", () => run(join(REPO_ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.json", "--listFilesOnly"], consumer));
@@ -186,5 +203,13 @@ describe("TypeScript consumer against the published declarations", () => {
     expect(listed.some((f) => f.includes("/node_modules/") && f.endsWith("@nuwa/cc/dist/sim/index.d.ts"))).toBe(true);
     expect(listed.filter((f) => f.startsWith(REPO_ROOT) && !f.includes("/node_modules/typescript/lib/"))).toEqual([]);
     run(join(REPO_ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], consumer);
+  });
+
+  it("type-checks a shaka-player app (bundler resolution, strict) passing the real shaka namespace and Player to attachNuwaShaka", () => {
+    const stdout = timed("tsc shaka consumer", () => run(join(REPO_ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.shaka.json", "--listFilesOnly"], consumer));
+    const listed = stdout.split("\n").map((l) => l.trim());
+    expect(listed.some((f) => f.includes("/node_modules/") && f.endsWith("@nuwa/player/dist/shaka/index.d.ts"))).toBe(true);
+    expect(listed.some((f) => f.includes("/node_modules/") && f.endsWith("shaka-player/dist/shaka-player.compiled.d.ts"))).toBe(true);
+    run(join(REPO_ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.shaka.json"], consumer);
   });
 });

@@ -36,6 +36,15 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^error: --duration must be 5\.\.3600 s/);
   });
+  it("./nuwa play --player: an unknown player, or a scheme of another player, is refused before anything starts", () => {
+    const bad = run("e2e/src/cli-play.ts", ["--player", "vlc"]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/^error: --player must be one of dashjs, shaka \(got vlc\)/);
+    const mixed = run("e2e/src/cli-play.ts", ["--player", "shaka", "--scheme", "nuwa"]);
+    expect(mixed.status).toBe(2);
+    expect(mixed.stderr).toMatch(/^error: --scheme must be one of shaka, shaka_grants, shaka_nuwa with --player shaka \(got nuwa\)/);
+    expect(run("e2e/src/cli-play.ts", ["--help"]).stdout).toContain("--player shaka");
+  });
   it("a malformed --burst is refused before the bulk run starts", () => {
     const r = run("e2e/src/cli-bulk.ts", ["--burst", "20-100"]);
     expect(r.status).toBe(2);

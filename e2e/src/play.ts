@@ -31,12 +31,26 @@ export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof type
 /** Outside the ladder: `nuwa_rule`, the earlier Nuwa rule (estimate × safety factor) with grants, for comparison. */
 export const PLAY_EXTRA = ["nuwa_rule"] as const;
 export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe"];
+/**
+ * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
+ * estimate, only the networking replaced by the Nuwa scheme plugin, over the server's cubic),
+ * `shaka_grants` (the same over Nuwa's grants), `shaka_nuwa` (shaka's ABR on Nuwa's estimate, grants).
+ */
+export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule"];
+export const GRANT_SCHEMES: readonly string[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule", "shaka_grants", "shaka_nuwa"];
+/** The players `./nuwa play --player` takes: each one's page, schemes and default scheme (dash.js stays the default player). */
+export const PLAYERS = {
+  dashjs: { page: "play.html", schemes: PLAY_SCHEMES as readonly string[], default_scheme: "nuwa" },
+  shaka: { page: "play-shaka.html", schemes: SHAKA_SCHEMES as readonly string[], default_scheme: "shaka_nuwa" },
+} as const;
+export type PlayerName = keyof typeof PLAYERS;
 
 export interface PlayOptions {
   trace: string;
-  scheme: PlayScheme;
+  /** The player (default dashjs); `scheme` must be one of its schemes (PLAYERS). */
+  player?: PlayerName;
+  scheme: PlayScheme | (typeof SHAKA_SCHEMES)[number];
   duration_s: number;
   out_dir: string;
   delay_ms?: number;
@@ -65,8 +79,10 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
   const trace = resolve(o.trace);
   const content_dir = await ensureContent(o.content_duration_s ?? 120);
   if (o.build_pages !== false) await buildPages();
-  if (!PLAY_SCHEMES.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} (${PLAY_SCHEMES.join(", ")})`);
-  const page_scheme = o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
+  const player = PLAYERS[o.player ?? "dashjs"];
+  if (!player) throw new Error(`runPlay: unknown player ${o.player} (${Object.keys(PLAYERS).join(", ")})`);
+  if (!player.schemes.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} for ${o.player ?? "dashjs"} (${player.schemes.join(", ")})`);
+  const page_scheme: string = o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
   const server_cc = GRANT_SCHEMES.includes(page_scheme) ? "nuwa" : "cubic";
   let link: Link | null = null;
   const stopAll = async () => {
@@ -94,7 +110,7 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     });
     // dash.js's log level stays its default unless asked for (no dash.js setting changes by default).
     if (process.env.NUWA_DASHJS_LOG_LEVEL) params.set("log_level", process.env.NUWA_DASHJS_LOG_LEVEL);
-    await page.goto(`http://127.0.0.1:${web.port}/play.html?${params}`);
+    await page.goto(`http://127.0.0.1:${web.port}/${player.page}?${params}`);
     await page.waitForFunction(() => window.__nuwa_play?.done === true, undefined, { timeout: (o.duration_s + 120) * 1000, polling: 1000 });
     const log = await page.evaluate(() => window.__nuwa_play);
     writeFileSync(`${out}/page.json`, JSON.stringify(log));
@@ -109,7 +125,8 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
     summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };
     summary.page_errors = page_errors;
-    summary.player_errors = console_lines.filter((l) => l.includes("dash.js error"));
+    summary.player = o.player ?? "dashjs";
+    summary.player_errors = console_lines.filter((l) => /(dash\.js|shaka) error/.test(l));
     return summary;
   } finally {
     if (browser) await browser.close().catch(() => {});
@@ -130,7 +147,7 @@ export function describePlay(s: Record<string, unknown>, out_dir: string): strin
     `  QoE per chunk ${n(s.qoe_per_chunk, 2)} over ${s.chunks} played chunks (Pensieve linear: Mbit/s − 4.3·rebuffer s − |Δ Mbit/s|); re-downloaded ${n(Number(s.redownloaded_bytes) / 1e6, 2)} MB, ${s.abandoned_requests} abandoned requests (${n(Number(s.abandoned_bytes) / 1e6, 2)} MB)`,
     `  QoE ${n(s.qoe_per_chunk, 2)} = ${typeof s.qoe_fraction === "number" ? `${(100 * s.qoe_fraction).toFixed(0)}%` : "n/a"} of the offline optimum ${n(s.qoe_optimum, 2)} (this run's capacity, real segment sizes and start-up known in advance; lab/nuwa_lab/abr_optimum.py)`,
     `  queuing delay at the bottleneck p50 ${n(q.p50, 0)} ms, p95 ${n(q.p95, 0)} ms; utilization while downloading ${n(s.utilization, 2)}`,
-    `  estimate error vs real capacity (median over the same 1 s bins, both sampled at the same instants): Nuwa ${n(100 * e.nuwa, 0)}%, dash.js ${n(100 * e.dashjs, 0)}%`,
+    `  estimate error vs real capacity (median over the same 1 s bins, both sampled at the same instants): Nuwa ${n(100 * e.nuwa, 0)}%, ${s.player === "shaka" ? "shaka" : "dash.js"} ${n(100 * e.dashjs, 0)}%`,
     `  files: ${out_dir}/summary.json, ${out_dir}/report.png`,
   ].join("\n");
 }
