@@ -1,8 +1,8 @@
-/** `./nuwa play [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (schemes: PLAY_SCHEMES in play.ts) */
+/** `./nuwa play [--player dashjs|hlsjs] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (schemes: PLAYER_SCHEMES in play.ts) */
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
-import { describePlay, PLAY_SCHEMES, type PlayScheme, runPlay } from "./play.js";
+import { describePlay, PLAYER_SCHEMES, PLAYERS, type PlayPlayer, type PlayScheme, runPlay } from "./play.js";
 
-const USAGE = `./nuwa play [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
+const USAGE = `./nuwa play [--player dashjs|hlsjs] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
   play DASH video through Nuwa under a trace; prints a summary. Schemes (the video ladder,
   each one factor from the next):
     dashjs                dash.js 5.2.1 as shipped (default ABR, own estimate, no setting
@@ -12,22 +12,31 @@ const USAGE = `./nuwa play [--trace FILE] [--duration S] [--scheme SCHEME] [--ou
     dashjs_nuwa_estimate  dash.js's rules fed Nuwa's estimate, grants
     nuwa                  Nuwa ABR on Nuwa's estimate, grants (default)
     nuwa_cubic            Nuwa ABR on Nuwa's estimate over the server's cubic, no grants
-                          (old name: observe)`;
+                          (old name: observe)
+  --player hlsjs (hls.js 1.7, HLS playlists over the same segments), schemes:
+    hlsjs                 hls.js as shipped (default ABR and estimate, no setting changed;
+                          only the loader replaced) over the server's cubic, no grants
+    hlsjs_nuwa_estimate   hls.js's rules fed Nuwa's estimate, grants
+    hlsjs_nuwa            Nuwa's MPC on Nuwa's estimate in hls.js's AbrController, grants
+                          (default for hlsjs)`;
 const values = parseCli(USAGE, {
   trace: { type: "string", default: "traces/4G/mahimahi-verizon-lte-short.mahi" },
   duration: { type: "string", default: "60" },
-  scheme: { type: "string", default: "nuwa" },
+  scheme: { type: "string" },
+  player: { type: "string", default: "dashjs" },
   out: { type: "string", default: "out/play" },
   cc: { type: "string", default: "{}" },
 });
 const cc = parseCcJson(USAGE, values.cc);
-const scheme = values.scheme as PlayScheme;
-if (!PLAY_SCHEMES.includes(scheme)) {
-  usageError(USAGE, `--scheme must be one of ${PLAY_SCHEMES.join(", ")} (got ${scheme})`);
+const player = values.player as PlayPlayer;
+if (!PLAYERS.includes(player)) usageError(USAGE, `--player must be one of ${PLAYERS.join(", ")} (got ${player})`);
+const scheme = (values.scheme ?? PLAYER_SCHEMES[player].default) as PlayScheme;
+if (!PLAYER_SCHEMES[player].schemes.includes(scheme)) {
+  usageError(USAGE, `--scheme must be one of ${PLAYER_SCHEMES[player].schemes.join(", ")} for --player ${player} (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 10 && duration_s <= 110)) {
   usageError(USAGE, `--duration must be 10..110 s (the content is 120 s long; got ${values.duration})`);
 }
-const s = await runPlay({ trace: values.trace!, scheme, duration_s, out_dir: values.out!, cc });
+const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc });
 console.log(describePlay(s, values.out!));
