@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^@nuwa\/cc$/, replacement: src("../packages/cc/src/index.ts") },
       { find: /^@nuwa\/cc\/sim$/, replacement: src("../packages/cc/src/sim/index.ts") },
       { find: /^@nuwa\/player$/, replacement: src("../packages/player/src/index.ts") },
+      { find: /^@nuwa\/player\/hls$/, replacement: src("../packages/player/src/hls/index.ts") },
     ],
   },
   test: {
