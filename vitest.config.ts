@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^@nuwa\/cc\/sim$/, replacement: src("./packages/cc/src/sim/index.ts") },
       { find: /^@nuwa\/player$/, replacement: src("./packages/player/src/index.ts") },
       { find: /^@nuwa\/player\/shaka$/, replacement: src("./packages/player/src/shaka/index.ts") },
+      { find: /^@nuwa\/player\/hls$/, replacement: src("./packages/player/src/hls/index.ts") },
     ],
   },
   test: { include: ["packages/*/src/**/*.test.ts", "demo/src/**/*.test.ts", "e2e/src/**/*.test.ts"], testTimeout: 30_000 },

@@ -16,6 +16,7 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as srcCc from "../packages/cc/src/index.js";
 import * as srcSim from "../packages/cc/src/sim/index.js";
+import * as srcHls from "../packages/player/src/hls/index.js";
 import * as srcPlayer from "../packages/player/src/index.js";
 import * as srcShaka from "../packages/player/src/shaka/index.js";
 import { runScenario, type ScenarioResult } from "./pack-consumer/scenario.mjs";
@@ -82,6 +83,11 @@ describe("published tarballs", () => {
     expect(pkg.peerDependencies?.["shaka-player"]).toBeDefined();
     expect((pkg as { peerDependenciesMeta?: Record<string, { optional?: boolean }> }).peerDependenciesMeta?.["shaka-player"]?.optional).toBe(true);
     expect(Object.keys(pkg.exports ?? {})).toContain("./shaka");
+    // hls.js likewise: an optional peer of the `./hls` subpath, never a dependency.
+    expect(pkg.dependencies?.["hls.js"]).toBeUndefined();
+    expect(pkg.peerDependencies?.["hls.js"]).toBeDefined();
+    expect((pkg as { peerDependenciesMeta?: Record<string, { optional?: boolean }> }).peerDependenciesMeta?.["hls.js"]?.optional).toBe(true);
+    expect(Object.keys(pkg.exports ?? {})).toContain("./hls");
   });
 
   it("installs as one copy of @nuwa/cc, taken from the local tarball", () => {
@@ -194,6 +200,23 @@ describe("@nuwa/player/shaka from the tarball, plain Node", () => {
   });
 });
 
+describe("@nuwa/player/hls from the tarball, plain Node without a DOM or hls.js loaded", () => {
+  let out: { exports: string[]; baseline_config: string[]; nuwa_config: string[]; created_config: string[]; abr_extends_default: boolean; session_rejected: boolean; bad_abr: string | null };
+  beforeAll(() => {
+    out = timed("node player/hls", () => runNodeJson(consumer, "player-hls.mjs"));
+  });
+
+  it("exports what the sources export; the baseline replaces only the loader; Nuwa's config extends the site's AbrController", () => {
+    expect(out.exports).toEqual(Object.keys(srcHls).sort());
+    expect(out.baseline_config).toEqual(["loader"]);
+    expect(out.nuwa_config).toEqual(["abrController", "loader"]);
+    expect(out.created_config).toEqual(["abrController", "loader", "maxBufferLength"]);
+    expect(out.abr_extends_default).toBe(true);
+    expect(out.session_rejected).toBe(true);
+    expect(out.bad_abr).toMatch(/^TypeError: attachNuwaToHls: abr must be/);
+  });
+});
+
 describe("TypeScript consumer against the published declarations", () => {
   it("type-checks (strict, exactOptionalPropertyTypes, skipLibCheck off) with the real dash.js typings", () => {
     const stdout = timed("tsc consumer", () => run(join(REPO_ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.json", "--listFilesOnly"], consumer));
@@ -201,6 +224,7 @@ describe("TypeScript consumer against the published declarations", () => {
     const listed = stdout.split("\n").map((l) => l.trim());
     expect(listed.some((f) => f.includes("/node_modules/") && f.endsWith("@nuwa/player/dist/index.d.ts"))).toBe(true);
     expect(listed.some((f) => f.includes("/node_modules/") && f.endsWith("@nuwa/cc/dist/sim/index.d.ts"))).toBe(true);
+    expect(listed.some((f) => f.includes("/node_modules/") && f.endsWith("@nuwa/player/dist/hls/index.d.ts"))).toBe(true);
     expect(listed.filter((f) => f.startsWith(REPO_ROOT) && !f.includes("/node_modules/typescript/lib/"))).toEqual([]);
     run(join(REPO_ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], consumer);
   });

@@ -11,6 +11,8 @@ export default defineConfig({
       { find: /^@nuwa\/cc$/, replacement: src("../packages/cc/src/index.ts") },
       { find: /^@nuwa\/cc\/sim$/, replacement: src("../packages/cc/src/sim/index.ts") },
       { find: /^@nuwa\/player$/, replacement: src("../packages/player/src/index.ts") },
+      { find: /^@nuwa\/player\/hls$/, replacement: src("../packages/player/src/hls/index.ts") },
+      { find: /^@nuwa\/player\/shaka$/, replacement: src("../packages/player/src/shaka/index.ts") },
     ],
   },
   test: {

@@ -8,7 +8,9 @@
 import { type Decision, type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { type BulkSimResult, constantRateTrace, simulateBulk } from "@nuwa/cc/sim";
 import { attachNuwa, createNuwaPlayer, type NuwaPlayer, type NuwaPlayerEvents, type NuwaSession, TD_PRESETS_MS } from "@nuwa/player";
+import { attachNuwaToHls } from "@nuwa/player/hls";
 import * as dashjs from "dashjs";
+import Hls from "hls.js";
 
 const config: Partial<NuwaConfig> = { target_delay_ms: TD_PRESETS_MS.vod };
 const c = new NuwaController(config);
@@ -42,4 +44,17 @@ export async function attach(): Promise<number> {
   const a = attachNuwa(player as never, dashjs as never, { url: "https://127.0.0.1:4433/nuwa", abr: "nuwa" });
   const s: NuwaSession = await a.session;
   return s.controller.windowBytes + a.estimateBps();
+}
+
+/** hls.js through `@nuwa/player/hls`: the site's Hls class in, its own Hls type out. */
+export function startHls(video: HTMLVideoElement): Hls {
+  const nuwa = attachNuwaToHls(Hls, { url: "https://127.0.0.1:4433/nuwa", abr: "nuwa" });
+  const hls: Hls = nuwa.create({ maxBufferLength: 30 });
+  hls.loadSource("https://127.0.0.1:4433/master.m3u8");
+  hls.attachMedia(video);
+  const own: number = nuwa.hlsjsEstimateBps() + nuwa.estimateBps();
+  console.log(own);
+  // @ts-expect-error: no such ABR
+  attachNuwaToHls(Hls, { url: "https://127.0.0.1:4433/nuwa", abr: "bola" });
+  return hls;
 }

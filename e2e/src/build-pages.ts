@@ -11,7 +11,7 @@ import { REPO_ROOT } from "./procs.js";
 export async function buildPages(): Promise<void> {
   const { build } = await import("esbuild"); // loaded on use, as browser.ts's playwright-core
   const r = await build({
-    entryPoints: [`${REPO_ROOT}e2e/pages/bulk.ts`, `${REPO_ROOT}e2e/pages/play.ts`, `${REPO_ROOT}e2e/pages/play-shaka.ts`, `${REPO_ROOT}e2e/pages/faults.ts`],
+    entryPoints: [`${REPO_ROOT}e2e/pages/bulk.ts`, `${REPO_ROOT}e2e/pages/play.ts`, `${REPO_ROOT}e2e/pages/play-shaka.ts`, `${REPO_ROOT}e2e/pages/play-hls.ts`, `${REPO_ROOT}e2e/pages/faults.ts`],
     outdir: `${REPO_ROOT}e2e/pages/dist`,
     bundle: true,
     format: "esm",
@@ -19,7 +19,7 @@ export async function buildPages(): Promise<void> {
     sourcemap: true,
     logLevel: "warning",
     write: false,
-    alias: { "@nuwa/cc": `${REPO_ROOT}packages/cc/src/index.ts`, "@nuwa/player": `${REPO_ROOT}packages/player/src/index.ts`, "@nuwa/player/shaka": `${REPO_ROOT}packages/player/src/shaka/index.ts` },
+    alias: { "@nuwa/cc": `${REPO_ROOT}packages/cc/src/index.ts`, "@nuwa/player/hls": `${REPO_ROOT}packages/player/src/hls/index.ts`, "@nuwa/player": `${REPO_ROOT}packages/player/src/index.ts`, "@nuwa/player/shaka": `${REPO_ROOT}packages/player/src/shaka/index.ts` },
   });
   for (const f of r.outputFiles) {
     mkdirSync(dirname(f.path), { recursive: true });

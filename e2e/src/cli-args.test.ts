@@ -39,10 +39,10 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
   it("./nuwa play --player: an unknown player, or a scheme of another player, is refused before anything starts", () => {
     const bad = run("e2e/src/cli-play.ts", ["--player", "vlc"]);
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toMatch(/^error: --player must be one of dashjs, shaka \(got vlc\)/);
+    expect(bad.stderr).toMatch(/^error: --player must be one of dashjs, hlsjs, shaka \(got vlc\)/);
     const mixed = run("e2e/src/cli-play.ts", ["--player", "shaka", "--scheme", "nuwa"]);
     expect(mixed.status).toBe(2);
-    expect(mixed.stderr).toMatch(/^error: --scheme must be one of shaka, shaka_grants, shaka_nuwa with --player shaka \(got nuwa\)/);
+    expect(mixed.stderr).toMatch(/^error: --scheme must be one of shaka, shaka_grants, shaka_nuwa for --player shaka \(got nuwa\)/);
     expect(run("e2e/src/cli-play.ts", ["--help"]).stdout).toContain("--player shaka");
   });
   it("a malformed --burst is refused before the bulk run starts", () => {

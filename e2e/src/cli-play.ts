@@ -1,8 +1,8 @@
-/** `./nuwa play [--player dashjs|shaka] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (players and their schemes: PLAYERS in play.ts) */
+/** `./nuwa play [--player dashjs|hlsjs|shaka] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (schemes: PLAYER_SCHEMES in play.ts) */
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
-import { describePlay, PLAYERS, type PlayerName, type PlayOptions, runPlay } from "./play.js";
+import { describePlay, PLAYER_SCHEMES, PLAYERS, type PlayPlayer, type PlayScheme, runPlay } from "./play.js";
 
-const USAGE = `./nuwa play [--player dashjs|shaka] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
+const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
   play DASH video through Nuwa under a trace; prints a summary. Schemes (the video ladder,
   each one factor from the next):
     dashjs                dash.js 5.2.1 as shipped (default ABR, own estimate, no setting
@@ -13,29 +13,35 @@ const USAGE = `./nuwa play [--player dashjs|shaka] [--trace FILE] [--duration S]
     nuwa                  Nuwa ABR on Nuwa's estimate, grants (default)
     nuwa_cubic            Nuwa ABR on Nuwa's estimate over the server's cubic, no grants
                           (old name: observe)
-  --player shaka (shaka-player 5 over the Nuwa scheme plugin; dash.js is the default):
+  --player hlsjs (hls.js 1.7, HLS playlists over the same segments), schemes:
+    hlsjs                 hls.js as shipped (default ABR and estimate, no setting changed;
+                          only the loader replaced) over the server's cubic, no grants
+    hlsjs_nuwa_estimate   hls.js's rules fed Nuwa's estimate, grants
+    hlsjs_nuwa            Nuwa's MPC on Nuwa's estimate in hls.js's AbrController, grants
+                          (default for hlsjs)
+  --player shaka (shaka-player 5 over the Nuwa scheme plugin, the DASH content), schemes:
     shaka                 shaka as shipped (its ABR and estimate; only the networking
                           replaced) over the server's cubic
     shaka_grants          the same shaka over Nuwa's grants
-    shaka_nuwa            shaka's ABR on Nuwa's estimate, grants (default with shaka)`;
+    shaka_nuwa            shaka's ABR on Nuwa's estimate, grants (default for shaka)`;
 const values = parseCli(USAGE, {
   trace: { type: "string", default: "traces/4G/mahimahi-verizon-lte-short.mahi" },
   duration: { type: "string", default: "60" },
-  player: { type: "string", default: "dashjs" },
   scheme: { type: "string" },
+  player: { type: "string", default: "dashjs" },
   out: { type: "string", default: "out/play" },
   cc: { type: "string", default: "{}" },
 });
 const cc = parseCcJson(USAGE, values.cc);
-const player = values.player as PlayerName;
-if (!Object.hasOwn(PLAYERS, player)) usageError(USAGE, `--player must be one of ${Object.keys(PLAYERS).join(", ")} (got ${player})`);
-const scheme = (values.scheme ?? PLAYERS[player].default_scheme) as PlayOptions["scheme"];
-if (!PLAYERS[player].schemes.includes(scheme)) {
-  usageError(USAGE, `--scheme must be one of ${PLAYERS[player].schemes.join(", ")} with --player ${player} (got ${scheme})`);
+const player = values.player as PlayPlayer;
+if (!PLAYERS.includes(player)) usageError(USAGE, `--player must be one of ${PLAYERS.join(", ")} (got ${player})`);
+const scheme = (values.scheme ?? PLAYER_SCHEMES[player].default) as PlayScheme;
+if (!PLAYER_SCHEMES[player].schemes.includes(scheme)) {
+  usageError(USAGE, `--scheme must be one of ${PLAYER_SCHEMES[player].schemes.join(", ")} for --player ${player} (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 10 && duration_s <= 110)) {
   usageError(USAGE, `--duration must be 10..110 s (the content is 120 s long; got ${values.duration})`);
 }
-const s = await runPlay({ trace: values.trace!, player, scheme, duration_s, out_dir: values.out!, cc });
+const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc });
 console.log(describePlay(s, values.out!));

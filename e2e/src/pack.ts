@@ -13,7 +13,7 @@ export const PACKAGES = { cc: "packages/cc", player: "packages/player" } as cons
 export type PackageKey = keyof typeof PACKAGES;
 
 /** Files copied into the consumer project from e2e/pack-consumer/. */
-export const CONSUMER_FILES = ["scenario.mjs", "cc.mjs", "player.mjs", "consumer.ts", "tsconfig.json", "shaka.mjs", "shaka-consumer.ts", "tsconfig.shaka.json"] as const;
+export const CONSUMER_FILES = ["scenario.mjs", "cc.mjs", "player.mjs", "player-hls.mjs", "consumer.ts", "tsconfig.json", "shaka.mjs", "shaka-consumer.ts", "tsconfig.shaka.json"] as const;
 
 interface PackageJson {
   name: string;
@@ -80,6 +80,11 @@ export function installedDashjsVersion(): string {
   return readPackageJson(join(REPO_ROOT, PACKAGES.player, "node_modules/dashjs")).version;
 }
 
+/** hls.js version the repository installed (the consumer installs the same, from the local store). */
+export function installedHlsVersion(): string {
+  return readPackageJson(join(REPO_ROOT, PACKAGES.player, "node_modules/hls.js")).version;
+}
+
 /** shaka-player version the repository installed (the optional peer of `@nuwa/player/shaka`). */
 export function installedShakaVersion(): string {
   return readPackageJson(join(REPO_ROOT, PACKAGES.player, "node_modules/shaka-player")).version;
@@ -87,16 +92,16 @@ export function installedShakaVersion(): string {
 
 /**
  * Create an empty project in `dir`, copy the consumer fixtures, and install the
- * tarballs plus dash.js and shaka-player (the repository's versions) with pnpm (--prefer-offline: the store and metadata
+ * tarballs plus dash.js, hls.js and shaka-player (the sites' players, optional peers; the repository's versions) with pnpm (--prefer-offline: the store and metadata
  * cache that `./nuwa setup` filled serve it; the registry only when they lack it).
  * `pnpm.overrides` points @nuwa/player's dependency on @nuwa/cc at the local
  * tarball, so nothing named @nuwa/* is ever looked up in a registry.
  */
-export function makeConsumer(dir: string, tarballs: Record<PackageKey, string>, dashjs_version: string): void {
+export function makeConsumer(dir: string, tarballs: Record<PackageKey, string>, dashjs_version: string, hls_version = installedHlsVersion()): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "package.json"), `${JSON.stringify({ name: "nuwa-pack-consumer", private: true, type: "module", pnpm: { overrides: { "@nuwa/cc": `file:${tarballs.cc}` } } }, null, 2)}\n`);
   for (const f of CONSUMER_FILES) copyFileSync(join(REPO_ROOT, "e2e/pack-consumer", f), join(dir, f));
-  run("pnpm", ["add", "--prefer-offline", "--ignore-scripts", "--reporter=append-only", tarballs.cc, tarballs.player, `dashjs@${dashjs_version}`, `shaka-player@${installedShakaVersion()}`], dir, 240_000);
+  run("pnpm", ["add", "--prefer-offline", "--ignore-scripts", "--reporter=append-only", tarballs.cc, tarballs.player, `dashjs@${dashjs_version}`, `hls.js@${hls_version}`, `shaka-player@${installedShakaVersion()}`], dir, 240_000);
 }
 
 /** Run `node script` in `dir`; parse the last stdout line as JSON. */

@@ -27,7 +27,18 @@ const execFileP = promisify(execFile);
 export const PLAY_LADDER = ["dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"] as const;
 /** Old names, still accepted: `cubic` = `dashjs`, `observe` = `nuwa_cubic`. */
 export const PLAY_ALIASES = { cubic: "dashjs", observe: "nuwa_cubic" } as const;
-export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof typeof PLAY_ALIASES;
+/**
+ * hls.js (e2e/pages/play-hls.ts, `@nuwa/player/hls`), the same HLS-over-DASH segments:
+ * `hlsjs`: hls.js 1.7 as shipped (default ABR and its own EWMA, no setting changed; only the
+ *   loader carries its requests over the session) over the server's cubic, no grants;
+ * `hlsjs_nuwa_estimate`: hls.js's rules fed Nuwa's estimate, grants;
+ * `hlsjs_nuwa`: Nuwa's MPC on Nuwa's estimate inside hls.js's AbrController, grants.
+ */
+export const HLS_SCHEMES = ["hlsjs", "hlsjs_nuwa_estimate", "hlsjs_nuwa"] as const;
+export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof typeof PLAY_ALIASES | (typeof HLS_SCHEMES)[number] | (typeof SHAKA_SCHEMES)[number];
+/** The players `./nuwa play --player` drives (dash.js the default). */
+export const PLAYERS = ["dashjs", "hlsjs", "shaka"] as const;
+export type PlayPlayer = (typeof PLAYERS)[number];
 /** Outside the ladder: `nuwa_rule`, the earlier Nuwa rule (estimate × safety factor) with grants, for comparison. */
 export const PLAY_EXTRA = ["nuwa_rule"] as const;
 export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe"];
@@ -38,19 +49,25 @@ export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTR
  */
 export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly string[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule", "shaka_grants", "shaka_nuwa"];
-/** The players `./nuwa play --player` takes: each one's page, schemes and default scheme (dash.js stays the default player). */
-export const PLAYERS = {
-  dashjs: { page: "play.html", schemes: PLAY_SCHEMES as readonly string[], default_scheme: "nuwa" },
-  shaka: { page: "play-shaka.html", schemes: SHAKA_SCHEMES as readonly string[], default_scheme: "shaka_nuwa" },
-} as const;
-export type PlayerName = keyof typeof PLAYERS;
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa"];
+/** Each player's schemes and its default one. */
+export const PLAYER_SCHEMES: Record<PlayPlayer, { schemes: readonly PlayScheme[]; default: PlayScheme }> = {
+  dashjs: { schemes: PLAY_SCHEMES, default: "nuwa" },
+  hlsjs: { schemes: HLS_SCHEMES, default: "hlsjs_nuwa" },
+  shaka: { schemes: SHAKA_SCHEMES, default: "shaka_nuwa" },
+};
+/** Per player: the page, the manifest path and the console prefix of the player's own errors. */
+const PLAYER_PAGES: Record<PlayPlayer, { page: string; manifest: string; error_prefix: string }> = {
+  dashjs: { page: "play.html", manifest: "/manifest.mpd", error_prefix: "dash.js error" },
+  hlsjs: { page: "play-hls.html", manifest: "/master.m3u8", error_prefix: "hls.js fatal error" },
+  shaka: { page: "play-shaka.html", manifest: "/manifest.mpd", error_prefix: "shaka error" },
+};
 
 export interface PlayOptions {
   trace: string;
-  /** The player (default dashjs); `scheme` must be one of its schemes (PLAYERS). */
-  player?: PlayerName;
-  scheme: PlayScheme | (typeof SHAKA_SCHEMES)[number];
+  scheme: PlayScheme;
+  /** dash.js (default), hls.js or shaka-player; the scheme must be one of the player's (PLAYER_SCHEMES). */
+  player?: PlayPlayer;
   duration_s: number;
   out_dir: string;
   delay_ms?: number;
@@ -61,9 +78,9 @@ export interface PlayOptions {
   build_pages?: boolean;
 }
 
-/** Make (or reuse) the DASH content; returns its directory. */
-export async function ensureContent(duration_s: number): Promise<string> {
-  const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.dashgen", "--out", `${REPO_ROOT}.cache/content`, "--duration", String(duration_s), "--json"], {
+/** Make (or reuse) the DASH content, with `hls` also its HLS playlists (dashgen/hls.py); returns its directory. */
+export async function ensureContent(duration_s: number, hls = false): Promise<string> {
+  const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.dashgen", "--out", `${REPO_ROOT}.cache/content`, "--duration", String(duration_s), "--json", ...(hls ? ["--hls"] : [])], {
     cwd: REPO_ROOT,
     maxBuffer: 16 * 1024 * 1024,
   });
@@ -77,12 +94,12 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
   rmSync(out, { recursive: true, force: true });
   mkdirSync(`${out}/server`, { recursive: true });
   const trace = resolve(o.trace);
-  const content_dir = await ensureContent(o.content_duration_s ?? 120);
+  const player = o.player ?? "dashjs";
+  const { schemes } = PLAYER_SCHEMES[player] ?? { schemes: [] };
+  if (!schemes.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} for player ${player} (${schemes.join(", ")})`);
+  const content_dir = await ensureContent(o.content_duration_s ?? 120, player === "hlsjs");
   if (o.build_pages !== false) await buildPages();
-  const player = PLAYERS[o.player ?? "dashjs"];
-  if (!player) throw new Error(`runPlay: unknown player ${o.player} (${Object.keys(PLAYERS).join(", ")})`);
-  if (!player.schemes.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} for ${o.player ?? "dashjs"} (${player.schemes.join(", ")})`);
-  const page_scheme: string = o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
+  const page_scheme = o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
   const server_cc = GRANT_SCHEMES.includes(page_scheme) ? "nuwa" : "cubic";
   let link: Link | null = null;
   const stopAll = async () => {
@@ -105,12 +122,12 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
       hash: String(server.ready.cert_sha256_hex),
       scheme: page_scheme,
       duration_s: String(o.duration_s),
-      mpd: "/manifest.mpd",
+      mpd: PLAYER_PAGES[player].manifest,
       cc: JSON.stringify(o.cc ?? {}),
     });
     // dash.js's log level stays its default unless asked for (no dash.js setting changes by default).
     if (process.env.NUWA_DASHJS_LOG_LEVEL) params.set("log_level", process.env.NUWA_DASHJS_LOG_LEVEL);
-    await page.goto(`http://127.0.0.1:${web.port}/${player.page}?${params}`);
+    await page.goto(`http://127.0.0.1:${web.port}/${PLAYER_PAGES[player].page}?${params}`);
     await page.waitForFunction(() => window.__nuwa_play?.done === true, undefined, { timeout: (o.duration_s + 120) * 1000, polling: 1000 });
     const log = await page.evaluate(() => window.__nuwa_play);
     writeFileSync(`${out}/page.json`, JSON.stringify(log));
@@ -125,8 +142,8 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
     summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };
     summary.page_errors = page_errors;
-    summary.player = o.player ?? "dashjs";
-    summary.player_errors = console_lines.filter((l) => /(dash\.js|shaka) error/.test(l));
+    summary.player = player;
+    summary.player_errors = console_lines.filter((l) => l.includes(PLAYER_PAGES[player].error_prefix));
     return summary;
   } finally {
     if (browser) await browser.close().catch(() => {});
@@ -140,14 +157,15 @@ export function describePlay(s: Record<string, unknown>, out_dir: string): strin
   const n = (x: unknown, d = 1) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(d) : "n/a");
   const q = s.queuing_delay_ms as { p50: number; p95: number };
   const e = s.estimate_error as { nuwa: number; dashjs: number };
+  const own = s.player === "hlsjs" ? "hls.js" : s.player === "shaka" ? "shaka" : "dash.js";
   return [
-    `Nuwa playback: ${s.scheme} on ${String(s.trace).split("/").pop()}`,
+    `Nuwa playback: ${s.scheme} (${own}) on ${String(s.trace).split("/").pop()}`,
     `  played ${n(s.media_played_s)} s of video, startup ${n(s.startup_s, 2)} s`,
     `  mean bitrate ${n(s.bitrate_kbps_mean, 0)} kbit/s, ${s.switches} switches, rebuffering ${n(s.rebuffer_s, 2)} s in ${s.rebuffer_count} stalls`,
     `  QoE per chunk ${n(s.qoe_per_chunk, 2)} over ${s.chunks} played chunks (Pensieve linear: Mbit/s − 4.3·rebuffer s − |Δ Mbit/s|); re-downloaded ${n(Number(s.redownloaded_bytes) / 1e6, 2)} MB, ${s.abandoned_requests} abandoned requests (${n(Number(s.abandoned_bytes) / 1e6, 2)} MB)`,
     `  QoE ${n(s.qoe_per_chunk, 2)} = ${typeof s.qoe_fraction === "number" ? `${(100 * s.qoe_fraction).toFixed(0)}%` : "n/a"} of the offline optimum ${n(s.qoe_optimum, 2)} (this run's capacity, real segment sizes and start-up known in advance; lab/nuwa_lab/abr_optimum.py)`,
     `  queuing delay at the bottleneck p50 ${n(q.p50, 0)} ms, p95 ${n(q.p95, 0)} ms; utilization while downloading ${n(s.utilization, 2)}`,
-    `  estimate error vs real capacity (median over the same 1 s bins, both sampled at the same instants): Nuwa ${n(100 * e.nuwa, 0)}%, ${s.player === "shaka" ? "shaka" : "dash.js"} ${n(100 * e.dashjs, 0)}%`,
+    `  estimate error vs real capacity (median over the same 1 s bins, both sampled at the same instants): Nuwa ${n(100 * e.nuwa, 0)}%, ${own} ${n(100 * e.dashjs, 0)}%`,
     `  files: ${out_dir}/summary.json, ${out_dir}/report.png`,
   ].join("\n");
 }

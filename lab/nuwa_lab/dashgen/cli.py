@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .content import ensure_content
+from .hls import write_hls
 from .params import DEFAULT_LADDER, DashGenError, Rung
 
 
@@ -31,6 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated subset of the default ladder's bandwidths, e.g. 300000,1200000",
     )
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument(
+        "--hls",
+        action="store_true",
+        help="also write HLS playlists over the same segments (master.m3u8; hls.py)",
+    )
     ns = ap.parse_args(argv)
 
     ladder: tuple[Rung, ...] = DEFAULT_LADDER
@@ -57,15 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             ffmpeg=ns.ffmpeg,
             progress=None if ns.quiet else report,
         )
-    except DashGenError as exc:
+        hls_path = write_hls(info) if ns.hls else None
+    except (DashGenError, ValueError) as exc:
         print(f"dashgen: error: {exc}", file=sys.stderr)
         return 1
     if ns.json:
-        print(json.dumps(info.to_json(), indent=2))
+        out = info.to_json()
+        if hls_path is not None:
+            out["hls_path"] = str(hls_path)
+        print(json.dumps(out, indent=2))
     else:
         state = "cached" if info.cached else f"built in {info.build_s:.1f} s"
         print(f"content dir: {info.dir}  ({state})")
         print(f"mpd: {info.mpd_path}")
+        if hls_path is not None:
+            print(f"hls: {hls_path}")
         for r in [*info.representations, info.audio]:
             size = f"{r.width}x{r.height}" if r.width else "audio"
             print(

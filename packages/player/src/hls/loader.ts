@@ -1,0 +1,223 @@
+/**
+ * An hls.js loader (hls.js 1.x `config.loader`: a class hls.js instantiates per request
+ * with `new Loader(config)`) that serves playlists and fragments over the Nuwa session:
+ * one `get` request per load on its own stream, byte ranges (`rangeStart`/`rangeEnd`,
+ * end exclusive), aborts, and session losses ridden through with range requests for the
+ * bytes still missing (dash/loader.ts `fetchResumable`).
+ *
+ * It fills `stats` the way hls.js's own XhrLoader does (hls.js src/utils/xhr-loader.ts),
+ * because that object is what its ABR reads (`frag.stats = loader.stats`; AbrController
+ * `onFragBuffered` samples `loaded` over `loading.end` (or `parsing.end`) − `loading.start`
+ * − min(TTFB, its TTFB estimate), and `_abandonRulesCheck` reads `loaded`/`total` while
+ * loading):
+ * - `loading.start`: when `load()` is called (performance.now ms);
+ * - `loading.first`: the first byte of the answer (XHR: readyState ≥ 2), ≥ start;
+ * - `loaded` / `total`: updated per DATA payload as they arrive (XHR onprogress), both the
+ *   body length at the end;
+ * - `loading.end`: the complete body, ≥ first; `bwEstimate` = total·8000 / (end − first) bit/s;
+ * - `aborted`: set by `abort()` (and by a timeout) before the answer completed.
+ *
+ * Timeouts follow `config.loadPolicy` as XhrLoader's do: `maxTimeToFirstByteMs` until the
+ * first byte, then `maxLoadTimeMs` from the start; on expiry `onTimeout`. Errors: an ERROR
+ * answer is `onError({code: status})`, anything else (session lost beyond `max_resumes`,
+ * stream reset, no session) `onError({code: 0})`, as a network error from XHR. hls.js's own
+ * retry policies (error-controller) then apply unchanged. Responses are whole (no
+ * progressive `onProgress` chunks: a custom loader disables hls.js's progressive streaming).
+ */
+import { failureStatus, fetchResumable, type RequestSession } from "../dash/loader.js";
+
+/** hls.js's LoaderStats (hls.js src/loader/load-stats.ts), the fields this loader writes. */
+export interface HlsLoaderStats {
+  aborted: boolean;
+  loaded: number;
+  retry: number;
+  total: number;
+  chunkCount: number;
+  bwEstimate: number;
+  loading: { start: number; first: number; end: number };
+  parsing: { start: number; end: number };
+  buffering: { start: number; first: number; end: number };
+}
+
+/** The slice of hls.js's Fragment a fragment load carries (FragmentLoaderContext.frag). */
+export interface HlsFragLike {
+  type?: string;
+  level?: number;
+  sn?: number | string;
+  start?: number;
+  duration?: number;
+}
+
+/** The slice of hls.js's LoaderContext this loader reads. */
+export interface HlsLoaderContext {
+  url: string;
+  /** `arraybuffer` for fragments and keys; `""`/`text` for playlists. */
+  responseType: string;
+  type?: string;
+  rangeStart?: number;
+  /** Exclusive (hls.js requests `bytes=rangeStart-(rangeEnd-1)`). */
+  rangeEnd?: number;
+  frag?: HlsFragLike;
+}
+
+/** The slice of hls.js's LoaderConfiguration this loader reads. */
+export interface HlsLoaderConfiguration {
+  loadPolicy?: { maxTimeToFirstByteMs?: number; maxLoadTimeMs?: number };
+  timeout?: number;
+}
+
+/** hls.js's LoaderCallbacks. `networkDetails` is always null (there is no XMLHttpRequest). */
+export interface HlsLoaderCallbacks {
+  onSuccess(response: { url: string; data: string | ArrayBuffer; code: number }, stats: HlsLoaderStats, context: HlsLoaderContext, networkDetails: null): void;
+  onError(error: { code: number; text: string }, context: HlsLoaderContext, networkDetails: null, stats: HlsLoaderStats): void;
+  onTimeout(stats: HlsLoaderStats, context: HlsLoaderContext, networkDetails: null): void;
+  onAbort?(stats: HlsLoaderStats, context: HlsLoaderContext, networkDetails: null): void;
+  onProgress?(stats: HlsLoaderStats, context: HlsLoaderContext, data: string | ArrayBuffer, networkDetails: null): void;
+}
+
+/** A completed fragment load, as HlsLoaderOptions.onComplete sees it. */
+export interface HlsLoadedFragment {
+  frag: HlsFragLike;
+  bytes: number;
+  /** `loading.start` → `loading.end`, ms. */
+  duration_ms: number;
+}
+
+export interface HlsLoaderOptions {
+  /** Deadline when hls.js's load policy gives none, ms. */
+  default_timeout_ms: number;
+  /** Most session losses one load rides through before it fails to hls.js. */
+  max_resumes: number;
+  /** Called when a fragment load completes with status < 300 (the MPC's segment history). */
+  onComplete?: (done: HlsLoadedFragment) => void;
+}
+
+export const DEFAULT_HLS_LOADER_OPTIONS: Readonly<HlsLoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
+
+/** A fresh hls.js LoadStats. */
+export function newLoadStats(): HlsLoaderStats {
+  return { aborted: false, loaded: 0, retry: 0, total: 0, chunkCount: 0, bwEstimate: 0, loading: { start: 0, first: 0, end: 0 }, parsing: { start: 0, end: 0 }, buffering: { start: 0, first: 0, end: 0 } };
+}
+
+/** The instance side of the loader class (hls.js's `Loader<LoaderContext>`). */
+export interface NuwaHlsLoader {
+  context: HlsLoaderContext | null;
+  stats: HlsLoaderStats;
+  load(context: HlsLoaderContext, config: HlsLoaderConfiguration, callbacks: HlsLoaderCallbacks): void;
+  abort(): void;
+  destroy(): void;
+  getCacheAge(): number | null;
+  getResponseHeader(name: string): string | null;
+}
+
+/** The class handed to hls.js as `config.loader` (constructed with hls.js's config). */
+export type NuwaHlsLoaderClass = new (config?: unknown) => NuwaHlsLoader;
+
+/**
+ * Make the loader class.
+ * @param session the session every load goes over: the open one, or the next one while reconnecting (rejects if none can be had)
+ */
+export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, options: Partial<HlsLoaderOptions> = {}): NuwaHlsLoaderClass {
+  const o = { ...DEFAULT_HLS_LOADER_OPTIONS, ...options };
+  return class NuwaHlsLoaderImpl implements NuwaHlsLoader {
+    context: HlsLoaderContext | null = null;
+    stats: HlsLoaderStats = newLoadStats();
+    private callbacks: HlsLoaderCallbacks | null = null;
+    private ac: AbortController | null = null;
+    private timer: ReturnType<typeof setTimeout> | undefined;
+    private finished = false;
+
+    load(context: HlsLoaderContext, config: HlsLoaderConfiguration, callbacks: HlsLoaderCallbacks): void {
+      const stats = this.stats;
+      if (stats.loading.start) throw new Error("Loader can only be used once."); // as hls.js's BaseLoader
+      stats.loading.start = performance.now();
+      this.context = context;
+      this.callbacks = callbacks;
+      const ac = new AbortController();
+      this.ac = ac;
+      const policy = config.loadPolicy ?? {};
+      const load_ms = Number.isFinite(policy.maxLoadTimeMs) && policy.maxLoadTimeMs! > 0 ? policy.maxLoadTimeMs! : config.timeout && config.timeout > 0 ? config.timeout : o.default_timeout_ms;
+      const ttfb_ms = Number.isFinite(policy.maxTimeToFirstByteMs) && policy.maxTimeToFirstByteMs! > 0 ? Math.min(policy.maxTimeToFirstByteMs!, load_ms) : load_ms;
+      this.arm(ttfb_ms);
+      const range: [number, number] | undefined = context.rangeEnd ? [context.rangeStart ?? 0, context.rangeEnd - 1] : undefined;
+      const path = new URL(context.url, "http://x/").pathname;
+      fetchResumable(session, path, range, ac.signal, o.max_resumes, (loaded, total) => {
+        if (this.finished) return;
+        if (stats.loading.first === 0) {
+          stats.loading.first = Math.max(performance.now(), stats.loading.start);
+          this.arm(load_ms - (stats.loading.first - stats.loading.start)); // XhrLoader: the rest of maxLoadTimeMs
+        }
+        stats.loaded = loaded;
+        stats.total = total;
+      }).then(
+        (r) => {
+          if (this.finished) return;
+          const cb = this.finish();
+          if (r.head.status >= 300) {
+            cb?.onError({ code: r.head.status, text: `HTTP ${r.head.status}` }, context, null, stats);
+            return;
+          }
+          const now = performance.now();
+          if (stats.loading.first === 0) stats.loading.first = Math.max(now, stats.loading.start); // empty body
+          stats.loading.end = Math.max(now, stats.loading.first);
+          stats.loaded = stats.total = r.body.length;
+          stats.bwEstimate = (stats.total * 8000) / Math.max(stats.loading.end - stats.loading.first, 1e-3);
+          const data = context.responseType === "arraybuffer" ? (r.body.slice().buffer as ArrayBuffer) : new TextDecoder().decode(r.body);
+          cb?.onProgress?.(stats, context, data, null);
+          if (context.frag && o.onComplete) o.onComplete({ frag: context.frag, bytes: r.body.length, duration_ms: stats.loading.end - stats.loading.start });
+          cb?.onSuccess({ url: context.url, data, code: r.head.status }, stats, context, null);
+        },
+        (e: unknown) => {
+          if (this.finished) return;
+          const cb = this.finish();
+          const f = failureStatus(e);
+          cb?.onError({ code: f.status, text: f.statusText }, context, null, stats);
+        },
+      );
+    }
+
+    /** (Re)arm the deadline: on expiry the load stops and hls.js gets `onTimeout`. */
+    private arm(ms: number): void {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(
+        () => {
+          if (this.finished) return;
+          const cb = this.finish(true);
+          cb?.onTimeout(this.stats, this.context as HlsLoaderContext, null);
+        },
+        Math.max(0, ms),
+      );
+    }
+
+    /** Stop the load once; `cancel` aborts the request (marks `stats.aborted`). Returns the callbacks to answer with. */
+    private finish(cancel = false): HlsLoaderCallbacks | null {
+      this.finished = true;
+      clearTimeout(this.timer);
+      if (cancel) {
+        this.stats.aborted = true;
+        this.ac?.abort(new DOMException("aborted by hls.js", "AbortError"));
+      }
+      return this.callbacks;
+    }
+
+    abort(): void {
+      if (this.finished || !this.context) return;
+      const cb = this.finish(true);
+      cb?.onAbort?.(this.stats, this.context, null);
+    }
+
+    destroy(): void {
+      if (!this.finished && this.context) this.finish(true);
+      this.callbacks = null;
+      this.context = null;
+    }
+
+    getCacheAge(): number | null {
+      return null;
+    }
+
+    getResponseHeader(_name: string): string | null {
+      return null;
+    }
+  };
+}
