@@ -5,7 +5,7 @@
  * every request through `@nuwa/player/shaka`'s scheme plugin and deciding on
  * Nuwa's estimate (scheme `shaka_nuwa`, grants), under one 3G and one 4G trace.
  * Grant obedience comes from the server's logs (play_metrics.py), not from the
- * page. The CI form plays 20 s per trace; `NUWA_LONG=1` plays the 55 s form of
+ * page. The CI form plays 20 s of the 4G trace (hls.js CI plays the 3G one); `NUWA_LONG=1` plays the 55 s form of
  * issue 19 item 5 (≥ 50 s of media under each trace).
  * NUWA_LONG=1 flock /tmp/nuwa-heavy.lock node_modules/.bin/vitest run -c e2e/vitest.config.ts e2e/play-shaka.e2e.test.ts
  */
@@ -14,10 +14,13 @@ import { describePlay, runPlay } from "./src/play.js";
 
 const DURATION_S = Number(process.env.NUWA_E2E_SHAKA_S ?? (process.env.NUWA_LONG === "1" ? 55 : 20));
 const MIN_PLAYED_S = DURATION_S >= 55 ? 50 : DURATION_S - 5;
-const TRACES = [
+const ALL_TRACES = [
   { family: "3G", trace: "traces/3G/norway-hsdpa-bus-1.mahi" },
   { family: "4G", trace: "traces/4G/mahimahi-tmobile-lte-short.mahi" },
 ];
+// CI (≤ 20 min in all) plays one family per player: hls.js the 3G trace, shaka the 4G one, so
+// both families run in CI across the two; NUWA_LONG=1 plays both traces, 55 s each (issue 19 item 5).
+const TRACES = process.env.NUWA_LONG === "1" ? ALL_TRACES : ALL_TRACES.filter((t) => t.family === "4G");
 
 describe.each(TRACES)("shaka-player over Nuwa under a real $family trace", ({ family, trace }) => {
   it(
