@@ -263,7 +263,8 @@ class Cells:
 
     def schemes(self, kind: str) -> list[str]:
         order = (list(LADDER) if kind == "play" else
-                 ["nuwa", "nuwa_adaptive", "nuwa_raw", "oracle", "cubic", "reno", "dashjs",
+                 ["nuwa", "nuwa_adaptive", "nuwa_raw", "nuwa_bbr", "oracle", "cubic", "reno",
+                  "bbr", "dashjs",
                   "dashjs_nuwa_estimate", "observe"])
         got = {k[2] for k in self.by if k[0] == kind}
         return [s for s in order if s in got] + sorted(got - set(order))
@@ -723,7 +724,7 @@ def _plt() -> Any:
 
 
 COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_raw": "C5", "oracle": "k", "cubic": "C3",
-          "reno": "C1",
+          "reno": "C1", "bbr": "C6", "nuwa_bbr": "C9", "dashjs_bbr": "C6",
           "dashjs": "C3",
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "aimd": "C3"}
