@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections import deque
 from enum import Enum
 
+INF = float("inf")
+"""An unset bound (the draft's Infinity), in the unit of what it bounds."""
+
 STARTUP_PACING_GAIN = 2.77
 """BBRStartupPacingGain = 4·ln 2: doubles the sending rate each round."""
 STARTUP_CWND_GAIN = 2.0
