@@ -629,6 +629,10 @@ def test_bbr_mode_paces_a_download_at_bbrs_rate(tmp_path: Path) -> None:
             assert loss._pacer.packet_time == pytest.approx(
                 1350 / cc.pacing_rate_bytes_per_s, rel=1e-9)
             assert server.context.recent_sessions()[0].grants.bytes_written >= 3_000_000
+            # the download is over: the pump has nothing to send, so BBR's samples from
+            # here on are app-limited (QuicFrameTransport.app_limited)
+            await asyncio.sleep(0.05)
+            assert cc._sampler.app_limited_bytes > 0
 
     run(main())
 
