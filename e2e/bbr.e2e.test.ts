@@ -38,4 +38,3 @@ describe("BBR as the server's sender on a constant 10 Mbit/s link", () => {
     expect(bbr.queuing_delay_ms.p95).toBeLessThanOrEqual(2 * BASE_RTT_MS);
   });
 });
-});
