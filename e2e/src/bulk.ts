@@ -18,12 +18,19 @@ const execFileP = promisify(execFile);
  * `oracle`: the causal capacity oracle sets the window (issue 5); the page runs the controller and reports bytes received, its window is ignored.
  * `nuwa_adaptive`: `nuwa` with the opt-in adaptive target delay (`adaptive_target_delay: true` over `cc`; docs/DESIGN.md §3).
  * `nuwa_raw`: `nuwa` as it was before the backlog signal became the default (`qd_source: "raw"` over `cc`).
+ * `bbr`: the server's BBR (draft-ietf-ccwg-bbr, server/nuwa_server/cc/bbr.py), grants ignored, like `cubic`.
+ * `nuwa_bbr`: `nuwa` with BBR instead of Cubic as the ceiling under the grants (server `--ceiling bbr`).
  */
-export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_raw" | "cubic" | "reno" | "oracle";
+export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_raw" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "oracle";
 
 /** The server's `--cc` mode of a bulk scheme. */
-function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "oracle" {
-  return scheme === "nuwa_adaptive" || scheme === "nuwa_raw" ? "nuwa" : scheme;
+function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "bbr" | "oracle" {
+  return scheme === "nuwa_adaptive" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
+}
+
+/** Whether the page's controller grants the window (the server obeys it) in a bulk scheme. */
+function grantsControl(scheme: BulkScheme): boolean {
+  return scheme === "nuwa" || scheme === "nuwa_adaptive" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" || scheme === "oracle";
 }
 
 export interface BulkOptions {
@@ -86,7 +93,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
   let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
   const web = await serveStatic(`${REPO_ROOT}e2e/pages`, { "/models/": `${REPO_ROOT}models`, "/ort/": `${REPO_ROOT}packages/player/node_modules/onnxruntime-web/dist` });
   try {
-    link = await startLink({ cc: serverCc(o.scheme), content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms, oracle_headroom_ms: o.oracle_headroom_ms });
+    link = await startLink({ cc: serverCc(o.scheme), ceiling: o.scheme === "nuwa_bbr" ? "bbr" : undefined, content_root: `${REPO_ROOT}e2e/pages`, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, oracle_window_ms: o.oracle_window_ms, oracle_headroom_ms: o.oracle_headroom_ms });
     const server = link.server;
     const emu = link.emulator;
     browser = await launchChromium();
@@ -94,7 +101,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
     const params = new URLSearchParams({
       url: `https://127.0.0.1:${emu.ready.listen_port}/nuwa`,
       hash: String(server.ready.cert_sha256_hex),
-      mode: o.scheme === "nuwa" || o.scheme === "nuwa_adaptive" || o.scheme === "nuwa_raw" || o.scheme === "oracle" ? "control" : "observe",
+      mode: grantsControl(o.scheme) ? "control" : "observe",
       duration_s: String(o.duration_s),
       cc: JSON.stringify(o.scheme === "nuwa_adaptive" ? { ...o.cc, adaptive_target_delay: true } : o.scheme === "nuwa_raw" ? { ...o.cc, qd_source: "raw" } : (o.cc ?? {})),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),

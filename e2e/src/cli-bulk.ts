@@ -1,14 +1,16 @@
 /**
- * `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno --duration S --json OUT [--out DIR]
+ * `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno|bbr|nuwa_bbr --duration S --json OUT [--out DIR]
  *   [--delay-ms 25] [--queue-packets 1000] [--cc JSON] [--burst MIN..MAX[:SEED]]`
  */
 import { writeFileSync } from "node:fs";
 import { type BulkScheme, describeBulk, runBulk } from "./bulk.js";
 import { burstVariant } from "./burst.js";
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
+import { resolveTraceSpec } from "./constant-trace.js";
 
-const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_raw|cubic|reno|oracle --duration S [--json OUT] [--out DIR]
+const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_raw|nuwa_bbr|cubic|reno|bbr|oracle --duration S [--json OUT] [--out DIR]
   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator
+  (--trace constant:MBPS: a constant-rate trace made into .cache/traces/)
   [--burst MIN..MAX[:SEED]]   run the trace's burst variant (gaps MIN..MAX ms, seed; traces/README.md), made into .cache/traces/`;
 const values = parseCli(USAGE, {
   trace: { type: "string", default: "traces/4G/mahimahi-tmobile-lte-short.mahi" },
@@ -23,14 +25,19 @@ const values = parseCli(USAGE, {
 });
 const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as BulkScheme;
-if (!["nuwa", "nuwa_adaptive", "nuwa_raw", "cubic", "reno", "oracle"].includes(scheme)) {
-  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_raw, cubic, reno or oracle (got ${scheme})`);
+if (!["nuwa", "nuwa_adaptive", "nuwa_raw", "nuwa_bbr", "cubic", "reno", "bbr", "oracle"].includes(scheme)) {
+  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_raw, nuwa_bbr, cubic, reno, bbr or oracle (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 5 && duration_s <= 3600)) {
   usageError(USAGE, `--duration must be 5..3600 s (got ${values.duration})`);
 }
 let trace = values.trace!;
+try {
+  trace = resolveTraceSpec(trace);
+} catch (e) {
+  usageError(USAGE, (e as Error).message);
+}
 if (values.burst) {
   try {
     trace = burstVariant(trace, values.burst);

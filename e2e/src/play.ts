@@ -23,6 +23,7 @@ const execFileP = promisify(execFile);
  * `dashjs_nuwa_estimate`: dash.js's rules fed Nuwa's estimate (ThroughputController), grants;
  * `nuwa`: Nuwa's ABR (MPC, packages/player/src/dash/mpc.ts) on Nuwa's estimate, grants;
  * `nuwa_cubic`: Nuwa's ABR rule on Nuwa's estimate (observing) over the server's cubic, no grants.
+ * Outside the ladder, `dashjs_bbr`: `dashjs` over the server's BBR (server/nuwa_server/cc/bbr.py) instead of cubic.
  */
 export const PLAY_LADDER = ["dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"] as const;
 /** Old names, still accepted: `cubic` = `dashjs`, `observe` = `nuwa_cubic`. */
@@ -35,13 +36,15 @@ export const PLAY_ALIASES = { cubic: "dashjs", observe: "nuwa_cubic" } as const;
  * `hlsjs_nuwa`: Nuwa's MPC on Nuwa's estimate inside hls.js's AbrController, grants.
  */
 export const HLS_SCHEMES = ["hlsjs", "hlsjs_nuwa_estimate", "hlsjs_nuwa"] as const;
-export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof typeof PLAY_ALIASES | (typeof HLS_SCHEMES)[number] | (typeof SHAKA_SCHEMES)[number];
+/** Schemes that run a ladder scheme's page over another server controller: scheme → [page scheme, server cc]. */
+export const PLAY_OVER_CC = { dashjs_bbr: ["dashjs", "bbr"] } as const;
+export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof typeof PLAY_ALIASES | keyof typeof PLAY_OVER_CC | (typeof HLS_SCHEMES)[number] | (typeof SHAKA_SCHEMES)[number];
 /** The players `./nuwa play --player` drives (dash.js the default). */
 export const PLAYERS = ["dashjs", "hlsjs", "shaka"] as const;
 export type PlayPlayer = (typeof PLAYERS)[number];
 /** Outside the ladder: `nuwa_rule`, the earlier Nuwa rule (estimate × safety factor) with grants, for comparison. */
 export const PLAY_EXTRA = ["nuwa_rule"] as const;
-export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe"];
+export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr"];
 /**
  * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
  * estimate, only the networking replaced by the Nuwa scheme plugin, over the server's cubic),
@@ -99,8 +102,9 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
   if (!schemes.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} for player ${player} (${schemes.join(", ")})`);
   const content_dir = await ensureContent(o.content_duration_s ?? 120, player === "hlsjs");
   if (o.build_pages !== false) await buildPages();
-  const page_scheme = o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
-  const server_cc = GRANT_SCHEMES.includes(page_scheme) ? "nuwa" : "cubic";
+  const over = o.scheme in PLAY_OVER_CC ? PLAY_OVER_CC[o.scheme as keyof typeof PLAY_OVER_CC] : null;
+  const page_scheme = over ? over[0] : o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
+  const server_cc = over ? over[1] : GRANT_SCHEMES.includes(page_scheme) ? "nuwa" : "cubic";
   let link: Link | null = null;
   const stopAll = async () => {
     await link?.stop();

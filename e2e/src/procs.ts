@@ -66,7 +66,9 @@ export function startWithReady(cmd: string, args: string[], stderr_path: string,
 
 export interface LinkSetup {
   /** Server congestion control mode (`oracle`: window from the emulator's capacity reports, issue 5). */
-  cc: "nuwa" | "cubic" | "reno" | "oracle";
+  cc: "nuwa" | "cubic" | "reno" | "bbr" | "oracle";
+  /** cc nuwa: the loss-based controller under the grants (server `--ceiling`; default cubic). */
+  ceiling?: "cubic" | "bbr";
   content_root: string;
   /** Absolute trace path. */
   trace: string;
@@ -91,7 +93,7 @@ export interface Link {
 export async function startLink(l: LinkSetup): Promise<Link> {
   const server = await startWithReady(
     PYTHON,
-    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`, ...(l.oracle_headroom_ms === undefined ? [] : ["--oracle-headroom-ms", String(l.oracle_headroom_ms)])],
+    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`, ...(l.ceiling ? ["--ceiling", l.ceiling] : []), ...(l.oracle_headroom_ms === undefined ? [] : ["--oracle-headroom-ms", String(l.oracle_headroom_ms)])],
     `${l.out}/server.stderr`,
   );
   let emulator: Started;

@@ -162,7 +162,8 @@ AIOQUIC_INITIAL_WINDOW_BYTES = 10 * 1350
 @contextlib.asynccontextmanager
 async def _servers_behind_emulator(out: Path, ccs: list[str], trace: Path,
                                    queue_packets: int) -> AsyncIterator[list[int]]:
-    """One server per entry of ``ccs`` (``--cc`` mode), all behind one emulator on
+    """One server per entry of ``ccs`` (``--cc`` mode; ``nuwa+bbr``: ``--cc nuwa --ceiling
+    bbr``), all behind one emulator on
     ``trace`` (25 ms each way, ``queue_packets`` drop-tail, one shared queue: server i
     is the emulator's route i), logs under ``out`` (``server``, ``server1``, ...); yields
     the emulator's listen port of each server and stops all (the emulator first, so its
@@ -173,8 +174,10 @@ async def _servers_behind_emulator(out: Path, ccs: list[str], trace: Path,
         server_ports: list[int] = []
         for i, cc in enumerate(ccs):
             name = "server" if i == 0 else f"server{i}"
+            mode, _, ceiling = cc.partition("+")  # "nuwa+bbr": nuwa under a BBR ceiling
             proc, ready = await _start_ready(
-                ["-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0", "--cc", cc,
+                ["-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0", "--cc", mode,
+                 *(["--ceiling", ceiling] if ceiling else []),
                  "--state-dir", str(out / f"state{i}"), "--log-dir", str(out / name)],
                 out / f"{name}.stderr")
             servers.append(proc)
@@ -335,6 +338,40 @@ def _obey_then_misbehave(tmp_path: Path, obey_s: float, behave_s: float,
                                             "peak_in_flight_after_bytes", "max_ceiling_bytes",
                                             "loss_rate", "queuing_delay_ms", "goodput_mbps")}))
     return results
+
+
+@pytest.mark.skipif(not os.environ.get("NUWA_LONG"), reason="long measurement: NUWA_LONG=1")
+def test_receiver_that_obeys_then_lies_under_a_bbr_ceiling(tmp_path: Path) -> None:
+    """``--ceiling bbr`` (issue 17 item 4): a receiver obeys 150 kB for 6 s, then grants 2^62
+    at 1 kHz for 10 s. Under a BBR ceiling the liar gets what BBR alone would send: no frame
+    over the ceiling, no more loss than BBR alone (+ 0.2 points), a peak flight and a p95
+    queue within 15 % of BBR alone's (same trace, this invocation; BBR's peak flight follows
+    its max-bandwidth samples, which differ from run to run on a variable trace). Measured
+    2026-11-26: peak flight 832 vs 777 kB, p95 queuing 355 vs 361 ms, loss 0 vs 0, goodput
+    18.0 vs 20.0 Mbit/s; Cubic alone over the same 16 s: p95 156 ms (it had not filled the
+    buffer yet; over 40 s its p95 is 1031 ms). So a BBR ceiling bounds a liar by BBR's queue
+    (about its cwnd of 2 BDP at the measured rate), not by Cubic's, and is no tighter than
+    the Cubic ceiling early in a run. Writes out/reliability/obey-then-lie-bbr.json."""
+    obey_s, behave_s = 6.0, 10.0
+    runs = [("cubic", "passive", 0.0), ("bbr", "passive", 0.0), ("nuwa+bbr", "liar", obey_s)]
+    results = [run(measure_receiver(tmp_path / f"{cc}-{b}", cc, b, obey_s + behave_s,
+                                    obey_s=o)) for cc, b, o in runs]
+    dest = REPO_ROOT / "out" / "reliability"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "obey-then-lie-bbr.json").write_text(json.dumps(
+        {"trace": LIAR_TRACE.name, "obey_s": obey_s, "behave_s": behave_s,
+         "obey_window_bytes": OBEY_WINDOW_BYTES, "queue_packets": LIAR_QUEUE_PACKETS,
+         "runs": results}, indent=1))
+    for r in results:
+        print(json.dumps({k: r[k] for k in ("cc", "behaviour", "peak_in_flight_bytes",
+                                            "peak_in_flight_after_bytes", "loss_rate",
+                                            "queuing_delay_ms", "goodput_mbps")}))
+    cubic, bbr, liar = results
+    assert liar["frames_over_ceiling"] == 0 and liar["grant_violations"] == 0, liar
+    assert liar["peak_in_flight_bytes"] <= 1.15 * bbr["peak_in_flight_bytes"], (liar, bbr)
+    assert liar["loss_rate"] <= bbr["loss_rate"] + 0.002, (liar, bbr)
+    assert liar["queuing_delay_ms"]["p95"] <= 1.15 * bbr["queuing_delay_ms"]["p95"], (liar, bbr)
+    assert cubic["emulator_valid"] and bbr["emulator_valid"] and liar["emulator_valid"]
 
 
 def _check_bounded_by_cubic(results: list[dict[str, Any]]) -> None:

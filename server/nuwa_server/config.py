@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from .cc.bbr import BBR_CC_NAME
 from .ceiling import CEILING_NAME
 from .grants import GrantConfig
 from .oracle_sender import ORACLE_CC_NAME
@@ -22,7 +23,11 @@ PACKET_OVERHEAD_BYTES = 50
 (16), STREAM frame header (≤ 1+8+8+2 in practice ≤ 13); rounded up
 (RFC 9000 §17.3, §19.8). Used to check that a frame fits the window."""
 
-CC_MODES = ("nuwa", "cubic", "reno", "oracle")
+CC_MODES = ("nuwa", "cubic", "reno", "bbr", "oracle")
+
+CEILINGS = ("cubic", "bbr")
+"""Loss-based ceilings under Nuwa's grants (``--ceiling``): the Cubic ceiling of
+:mod:`.ceiling` (the default) or BBR (:mod:`.cc.bbr`)."""
 
 GRANT_FLOOD_CLOSE_CODE = 0x0107
 """WebTransport session close code (CLOSE_WEBTRANSPORT_SESSION capsule) and QUIC
@@ -46,10 +51,13 @@ class SessionConfig:
 
     Attributes:
         cc: ``nuwa`` (QUIC cc cubic as the ceiling, grants obeyed), ``cubic`` or
-            ``reno`` (aioquic's own cc; grants parsed and logged, ignored),
+            ``reno`` (aioquic's own cc; grants parsed and logged, ignored), ``bbr``
+            (:mod:`.cc.bbr`, draft-ietf-ccwg-bbr; grants ignored),
             ``oracle`` (cubic ceiling; grants give only the bytes received, the
             window comes from the emulator's capacity oracle, see
             :meth:`ServerContext.on_oracle_report`).
+        ceiling: the controller under the grants in ``nuwa`` mode: ``cubic`` (the Cubic
+            ceiling, :mod:`.ceiling`) or ``bbr``.
         content_root: directory served by ``get``; None serves nothing (404).
         log_dir: per-session JSONL logs go to a subdirectory; None: no logs.
         frame_payload_bytes: DATA payload per frame, bytes (1200).
@@ -59,6 +67,7 @@ class SessionConfig:
     """
 
     cc: str = "nuwa"
+    ceiling: str = "cubic"
     content_root: str | None = None
     log_dir: str | None = None
     frame_payload_bytes: int = 1200
@@ -70,6 +79,8 @@ class SessionConfig:
         """Return self or raise ValueError naming the bad field."""
         if self.cc not in CC_MODES:
             raise ValueError(f"cc must be one of {CC_MODES}, got {self.cc!r}")
+        if self.ceiling not in CEILINGS:
+            raise ValueError(f"ceiling must be one of {CEILINGS}, got {self.ceiling!r}")
         if not 1 <= self.frame_payload_bytes <= MAX_FRAME_PAYLOAD_BYTES:
             raise ValueError(
                 f"frame_payload_bytes must be in 1..{MAX_FRAME_PAYLOAD_BYTES}, "
@@ -91,10 +102,13 @@ class SessionConfig:
 
     @property
     def quic_congestion_control(self) -> str:
-        """aioquic congestion control: the Cubic ceiling (ceiling.py) for nuwa, none for oracle."""
+        """aioquic congestion control: the ceiling (Cubic, ceiling.py, or BBR) for nuwa, none
+        for oracle, else the mode's own."""
         if self.cc == "oracle":  # no loss-based ceiling under the oracle (oracle_sender.py)
             return ORACLE_CC_NAME
-        return CEILING_NAME if self.cc == "nuwa" else self.cc
+        if self.cc == "nuwa":
+            return BBR_CC_NAME if self.ceiling == "bbr" else CEILING_NAME
+        return BBR_CC_NAME if self.cc == "bbr" else self.cc
 
     def grant_config(self) -> GrantConfig:
         """The :class:`GrantConfig` this config implies."""

@@ -41,6 +41,7 @@ from aioquic.quic.events import (
     StreamReset,
 )
 
+from .cc.pacing import install_controller_pacer
 from .ceiling import NuwaCeilingCongestionControl
 from .config import (
     GRANT_FLOOD_CLOSE_CODE,
@@ -96,6 +97,7 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._wake_handle: Any = None
         self._pumping = False
         self._frames = QuicFrameTransport(self)
+        install_controller_pacer(quic._loss)  # BBR: its own pacing rate drives the pacer
         self._flood = FloodGuard()
         """Datagrams of all this connection's sessions together (issue 13: opening more
         sessions must not multiply a connection's grant budget)."""
@@ -287,6 +289,8 @@ class NuwaProtocol(QuicConnectionProtocol):
                     self._wake(result.grant_wake_us / 1e6)  # loop time is CLOCK_MONOTONIC
                 if result.pacer_wake_s is not None:
                     self._wake(result.pacer_wake_s)
+                if not result.transport_blocked:
+                    self._frames.app_limited()  # nothing the transport held back
             except Exception:  # noqa: BLE001 - never let the sender kill the connection
                 logger.exception("pump failed")
             finally:
@@ -394,6 +398,14 @@ class QuicFrameTransport:
         cc = self._quic._loss._cc
         if isinstance(cc, NuwaCeilingCongestionControl):
             cc.on_window_limited()
+
+    def app_limited(self) -> None:
+        """The pump stopped with the transport able to send more (no data, or grants hold
+        it): a controller that samples delivery rates (BBR) marks the phase app-limited
+        (draft-ietf-ccwg-bbr, "Detecting application-limited phases"); others: nothing."""
+        mark = getattr(self._quic._loss._cc, "on_app_limited", None)
+        if mark is not None:
+            mark()
 
     def write(self, stream_id: int, data: bytes, fin: bool) -> bool:
         """Queue the frame on its stream and flush the connection's datagrams to the socket.

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m nuwa_server.server --host :: --port 4433 --cc nuwa|cubic|reno \\
-        --content-root DIR --state-dir DIR [--log-dir DIR] [--qlog-dir DIR] \\
+    python -m nuwa_server.server --host :: --port 4433 --cc nuwa|cubic|reno|bbr \\
+        [--ceiling cubic|bbr] --content-root DIR --state-dir DIR [--log-dir DIR] [--qlog-dir DIR] \\
         [--frame-payload-bytes 1200] [--cert PEM --key PEM] [--ws-port P] \\
         [--site DIR [--site-port P]] [--log-format text|json]
 
@@ -46,7 +46,7 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.logger import QuicFileLogger
 
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
-from .config import CC_MODES, SessionConfig
+from .config import CC_MODES, CEILINGS, SessionConfig
 from .connection import NuwaProtocol
 from .context import ServerContext
 from .logformat import configure_logging
@@ -296,8 +296,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="::", help="bind address; :: is dual stack (default ::)")
     p.add_argument("--port", type=int, default=4433, help="UDP port, 0 = any (default 4433)")
     p.add_argument("--cc", choices=CC_MODES, default="nuwa",
-                   help="nuwa: grants obeyed under a cubic ceiling; cubic/reno: grants ignored; "
+                   help="nuwa: grants obeyed under a loss-based ceiling (--ceiling); "
+                   "cubic/reno/bbr: the server's own controller, grants ignored; "
                    "oracle: window from the emulator's capacity reports (--oracle-port)")
+    p.add_argument("--ceiling", choices=CEILINGS, default="cubic",
+                   help="nuwa mode: the controller under the grants, cubic (default) or bbr")
     p.add_argument("--oracle-port", type=int, default=0,
                    help="oracle mode: UDP port on 127.0.0.1 for capacity reports (0: any)")
     p.add_argument("--oracle-headroom-ms", type=float, default=ORACLE_HEADROOM_MS,
@@ -349,6 +352,7 @@ async def _renew_dev_cert_forever(server: RunningServer) -> None:
 async def _run(args: argparse.Namespace) -> int:
     config = SessionConfig(
         cc=args.cc,
+        ceiling=args.ceiling,
         content_root=args.content_root,
         log_dir=args.log_dir,
         frame_payload_bytes=args.frame_payload_bytes,

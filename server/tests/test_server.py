@@ -26,8 +26,11 @@ from wt_harness import (
     wt_client,
 )
 
+from nuwa_server.cc.bbr import BbrCongestionControl
+from nuwa_server.cc.pacing import ControllerPacer
 from nuwa_server.protocol import (
     FrameType,
+    Grant,
 )
 
 # --------------------------------------------------------------------------- tests
@@ -400,5 +403,32 @@ def test_bad_request_id_is_400(tmp_path: Path) -> None:
                 assert r.error["status"] == 400, body
                 assert "id" in r.error["error"], r.error
             assert server.context.recent_sessions()[0].statuses[400] == 4
+
+    run(main())
+
+
+def test_bbr_mode_paces_a_download_at_bbrs_rate(tmp_path: Path) -> None:
+    """--cc bbr: the connection runs BBR (cc/bbr.py), its pacing rate drives the pacer
+    (cc/pacing.py), grants are ignored, and the model measures the loopback path."""
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="bbr") as server, wt_client(server) as client:
+            await client.open_session()
+            client.send_grant(Grant(1, 1, 0, 1200))  # ignored, as under cubic
+            sid = client.request({"v": 1, "op": "bulk", "size_bytes": 3_000_000})
+            result = await client.wait(sid)
+            assert result.body == bulk_bytes(3_000_000)
+            loss = server.context.protocols[0]._quic._loss
+            cc = loss._cc
+            assert isinstance(cc, BbrCongestionControl)
+            assert isinstance(loss._pacer, ControllerPacer)
+            assert cc.round_count >= 5 and cc.max_bw_bytes_per_s > 0
+            assert loss._pacer.packet_time == pytest.approx(
+                1350 / cc.pacing_rate_bytes_per_s, rel=1e-9)
+            assert server.context.recent_sessions()[0].grants.bytes_written >= 3_000_000
+            # the download is over: the pump has nothing to send, so BBR's samples from
+            # here on are app-limited (QuicFrameTransport.app_limited)
+            await asyncio.sleep(0.05)
+            assert cc._sampler.app_limited_bytes > 0
 
     run(main())

@@ -1,0 +1,11 @@
+"""The server's own congestion controllers, registered with aioquic by name on import.
+
+* ``bbr`` (:mod:`.bbr`): BBRv3 after draft-ietf-ccwg-bbr, with per-packet delivery-rate
+  sampling (:mod:`.rate_sample`) and its pacing rate driving aioquic's pacer
+  (:mod:`.pacing`).
+
+aioquic's own ``reno`` and ``cubic`` and the Nuwa ceiling (``..ceiling``) complete the
+registry the server chooses from (``..config.SessionConfig.quic_congestion_control``).
+"""
+
+from . import bbr as bbr  # noqa: F401 - registers "bbr" with aioquic
