@@ -52,12 +52,23 @@ export function estimateKbps(src: EstimateSource): number {
 export function achievableKbps(src: EstimateSource, history: MpcHistory): number {
   const { kbps, basis } = estimateWithBasis(src);
   if (!(kbps > 0)) return Number.NaN;
+  const { rtt_s, capacity_basis } = predictorInputs(src, basis);
+  history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
+  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s).predicted_kbps;
+}
+
+/**
+ * What the share/error predictor (mpc.ts `robustThroughputKbps`) needs besides the estimate:
+ * the controller's min RTT, s (50 ms before a sample), and the estimate's basis as a capacity
+ * figure: once the controller has measured a busy period its estimate is max(busy-period rate,
+ * 500 ms delivery rate) whichever basis it names (controller.ts estimate).
+ */
+function predictorInputs(src: EstimateSource, basis: string): { rtt_s: number; capacity_basis: string } {
   const c = src.controller();
   const rtt_us = c?.minRttSampleUs ?? Number.NaN;
   const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
   const capacity_basis = basis === "busy_period" || Number.isFinite(c?.estimate(src.now_us()).busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
-  history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
-  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s).predicted_kbps;
+  return { rtt_s, capacity_basis };
 }
 
 /** dash.js's own ThroughputController methods (the parent the extension wraps). */
@@ -268,12 +279,7 @@ export interface NuwaMpcOptions {
 export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_kbps: number, basis: string, buffer_s: number, history: MpcHistory, o: NuwaMpcOptions): { rep: RepresentationLike; budget_kbps: number; why: string; predicted_kbps: number } {
   const sorted = [...reps].sort((a, b) => a.bitrateInKbit! - b.bitrateInKbit!);
   const ladder = sorted.map((r) => r.bitrateInKbit!);
-  const c = src.controller();
-  const rtt_us = c?.minRttSampleUs ?? Number.NaN;
-  const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
-  // A capacity figure once the controller has measured a busy period: its estimate is then
-  // max(busy-period rate, 500 ms delivery rate) whichever basis it names (controller.ts estimate).
-  const capacity_basis = basis === "busy_period" || Number.isFinite(c?.estimate(src.now_us()).busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
+  const { rtt_s, capacity_basis } = predictorInputs(src, basis);
   const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
   const last = history.samples.at(-1);
