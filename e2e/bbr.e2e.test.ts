@@ -8,6 +8,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type BulkResult, describeBulk, runBulk } from "./src/bulk.js";
 import { constantTrace } from "./src/constant-trace.js";
+import { onValidEmulator } from "./src/valid-run.js";
 
 const DURATION_S = Number(process.env.NUWA_E2E_DURATION_S ?? 25);
 const BASE_RTT_MS = 50;
@@ -16,7 +17,7 @@ describe("BBR as the server's sender on a constant 10 Mbit/s link", () => {
   let bbr: BulkResult;
 
   beforeAll(async () => {
-    bbr = await runBulk({ trace: constantTrace(10), scheme: "bbr", duration_s: DURATION_S, out_dir: "out/e2e/bulk-bbr" });
+    bbr = await onValidEmulator("bulk bbr", () => runBulk({ trace: constantTrace(10), scheme: "bbr", duration_s: DURATION_S, out_dir: "out/e2e/bulk-bbr" }));
     console.log(describeBulk(bbr));
   });
 

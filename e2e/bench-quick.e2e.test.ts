@@ -15,15 +15,21 @@ const execFileP = promisify(execFile);
 
 describe("./nuwa bench --quick (CI check of issue 5)", () => {
   it("exits 0: nuwa's p95 queuing delay below cubic's and utilization ≥ 0.9 × cubic's, same invocation", async () => {
-    let code = 0;
-    let out = "";
-    try {
-      const r = await execFileP(`${REPO_ROOT}node_modules/.bin/tsx`, ["e2e/src/cli-bench.ts", "--quick"], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
-      out = r.stderr + r.stdout;
-    } catch (e) {
-      const err = e as { code?: number; stderr?: string; stdout?: string };
-      code = err.code ?? -1;
-      out = `${err.stderr ?? ""}${err.stdout ?? ""}`;
+    const quick = async (): Promise<{ code: number; out: string }> => {
+      try {
+        const r = await execFileP(`${REPO_ROOT}node_modules/.bin/tsx`, ["e2e/src/cli-bench.ts", "--quick"], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
+        return { code: 0, out: r.stderr + r.stdout };
+      } catch (e) {
+        const err = e as { code?: number; stderr?: string; stdout?: string };
+        return { code: err.code ?? -1, out: `${err.stderr ?? ""}${err.stdout ?? ""}` };
+      }
+    };
+    let { code, out } = await quick();
+    // Exit 3 is "no verdict": a run failed or its emulator could not keep time (e2e/src/valid-run.ts).
+    // That measurement is void, so it is taken again, once; a second 3 fails below.
+    if (code === 3) {
+      console.log(`bench --quick gave no verdict (${out.split("\n").find((l) => l.includes("quick check")) ?? "?"}); measuring again`);
+      ({ code, out } = await quick());
     }
     const verdict = out.split("\n").find((l) => l.includes("quick check")) ?? "(no verdict line)";
     console.log(verdict);

@@ -6,6 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { type BulkResult, describeBulk, runBulk } from "./src/bulk.js";
+import { onValidEmulator } from "./src/valid-run.js";
 
 const TRACE = "traces/4G/mahimahi-tmobile-lte-short.mahi";
 const DURATION_S = Number(process.env.NUWA_E2E_DURATION_S ?? 30);
@@ -15,9 +16,9 @@ describe("bulk download under a real 4G trace", () => {
   let cubic: BulkResult;
 
   beforeAll(async () => {
-    nuwa = await runBulk({ trace: TRACE, scheme: "nuwa", duration_s: DURATION_S, out_dir: "out/e2e/bulk-nuwa" });
+    nuwa = await onValidEmulator("bulk nuwa", () => runBulk({ trace: TRACE, scheme: "nuwa", duration_s: DURATION_S, out_dir: "out/e2e/bulk-nuwa" }));
     console.log(describeBulk(nuwa));
-    cubic = await runBulk({ trace: TRACE, scheme: "cubic", duration_s: DURATION_S, out_dir: "out/e2e/bulk-cubic" });
+    cubic = await onValidEmulator("bulk cubic", () => runBulk({ trace: TRACE, scheme: "cubic", duration_s: DURATION_S, out_dir: "out/e2e/bulk-cubic" }));
     console.log(describeBulk(cubic));
   });
 

@@ -1,9 +1,15 @@
 /**
  * Load, CI version (issue 7, item 7; issue 13 item 4): one aioquic server
  * process, 20 Nuwa receivers (the Python load client, decisions by the real
- * @nuwa/cc controller over JSON lines) sharing one emulated 24 Mbit/s
- * bottleneck for 30 s, Jain's index over 10–30 s. The shape is the one where
- * the index has settled (0.963 and 0.977 here for 30 and 60 s); 5 sessions on
+ * @nuwa/cc controller over JSON lines) sharing one emulated 12 Mbit/s
+ * bottleneck for 30 s, Jain's index over 10–30 s. 20 sessions is where the
+ * index has settled (0.963 and 0.977 here for 30 and 60 s at 24 Mbit/s); 12
+ * Mbit/s rather than 24 because at 24 the 2-core host is saturated (server 71 %,
+ * load client 82 %, emulator 30 % of a core, plus the Node bridge): the bridge
+ * lag, which the controllers read as queuing delay, then decided the
+ * utilization (0.64–0.95 of the link from run to run, docs/RELIABILITY.md), so
+ * the check measured the CPU. At 12 Mbit/s: 0.93 of the link idle, 0.85 with a
+ * busy loop holding one core, Jain 0.95–0.97; 5 sessions on
  * 6 Mbit/s do not settle (0.82 over 15–30 s, 0.83 over 30–60 s: two flows keep
  * 0.44 and 2.0 Mbit/s), which is left to the fairness issue and not hidden by
  * a flag. The long run (60 s) is behind NUWA_LONG. Figures come from the workers' receive counts, the
@@ -28,6 +34,8 @@ interface LoadResult {
   server: { peak_rss_kb: number; rss_kb_samples: [number, number][] };
   server_sessions: { sessions: number; grant_violations: number; grants_accepted: number };
   emulator: { valid: boolean };
+  bridge_lag_us: { p50: number; p99: number }[];
+  host: { loadavg: number[] };
 }
 
 const SESSIONS = 20;
@@ -38,7 +46,7 @@ describe(`load: ${SESSIONS} Nuwa sessions, one server, one bottleneck`, () => {
 
   beforeAll(async () => {
     try {
-      await execFileP(PYTHON, ["-m", "nuwa_lab.load", "--sessions", String(SESSIONS), "--duration", "30", "--fair-from-s", "10", "--link-mbps", "24", "--out", OUT, "--json", `${OUT}/result.json`], {
+      await execFileP(PYTHON, ["-m", "nuwa_lab.load", "--sessions", String(SESSIONS), "--duration", "30", "--fair-from-s", "10", "--link-mbps", "12", "--out", OUT, "--json", `${OUT}/result.json`], {
         cwd: REPO_ROOT,
         maxBuffer: 16 << 20,
       });
@@ -47,7 +55,10 @@ describe(`load: ${SESSIONS} Nuwa sessions, one server, one bottleneck`, () => {
       if (exit_code !== 1) throw e;
     }
     r = JSON.parse(readFileSync(`${OUT}/result.json`, "utf8")) as LoadResult;
-    console.log(`load: Jain ${r.jain_index.toFixed(3)}, goodput ${(r.goodput_bps.total / 1e6).toFixed(2)} Mbit/s, peak RSS ${(r.server.peak_rss_kb / 1024).toFixed(1)} MiB, errors ${r.errors.length}`);
+    const lag = r.bridge_lag_us.map((b) => `${(b.p50 / 1000).toFixed(1)}/${(b.p99 / 1000).toFixed(1)}`).join(", ");
+    console.log(
+      `load: Jain ${r.jain_index.toFixed(3)}, goodput ${(r.goodput_bps.total / 1e6).toFixed(2)} Mbit/s (${(r.goodput_bps.total / r.link_bps).toFixed(2)} of the link), peak RSS ${(r.server.peak_rss_kb / 1024).toFixed(1)} MiB, errors ${r.errors.length}, bridge lag p50/p99 ${lag} ms, load ${(r.host.loadavg[0] ?? Number.NaN).toFixed(2)}`,
+    );
   });
 
   it("every session served, no errors, grants obeyed", () => {

@@ -11,6 +11,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { describePlay, runPlay } from "./src/play.js";
+import { onValidEmulator } from "./src/valid-run.js";
 
 const DURATION_S = Number(process.env.NUWA_E2E_SHAKA_S ?? (process.env.NUWA_LONG === "1" ? 55 : 20));
 const MIN_PLAYED_S = DURATION_S >= 55 ? 50 : DURATION_S - 5;
@@ -27,7 +28,7 @@ describe.each(TRACES)("shaka-player over Nuwa under a real $family trace", ({ fa
     `plays ≥ ${MIN_PLAYED_S} s of media in ${DURATION_S} s on Nuwa's estimate, server obeys the grants`,
     async () => {
       const out = `out/e2e/play-shaka-${family}`;
-      const s = (await runPlay({ trace, player: "shaka", scheme: "shaka_nuwa", duration_s: DURATION_S, out_dir: out })) as Record<string, unknown> & {
+      const s = (await onValidEmulator("play shaka", () => runPlay({ trace, player: "shaka", scheme: "shaka_nuwa", duration_s: DURATION_S, out_dir: out }))) as Record<string, unknown> & {
         player: string;
         media_played_s: number;
         chunks: number;

@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { describePlay, runPlay } from "./src/play.js";
+import { onValidEmulator } from "./src/valid-run.js";
 
 const DURATION_S = Number(process.env.NUWA_E2E_PLAY_S ?? 60);
 const TRACES = [
@@ -21,7 +22,7 @@ describe.each(TRACES)("playback under a real $family trace", ({ family, trace })
     `plays ≥ ${(DURATION_S * 5) / 6} s of media in ${DURATION_S} s, switches with capacity, obeys grants`,
     async () => {
       const out = `out/e2e/play-${family}`;
-      const s = (await runPlay({ trace, scheme: "nuwa", duration_s: DURATION_S, out_dir: out })) as Record<string, unknown> & {
+      const s = (await onValidEmulator(`play ${family}`, () => runPlay({ trace, scheme: "nuwa", duration_s: DURATION_S, out_dir: out }))) as Record<string, unknown> & {
         media_played_s: number;
         switches: number;
         grant_violations: number;
