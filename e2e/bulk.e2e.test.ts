@@ -1,25 +1,72 @@
 /**
- * The receiver in control, end to end (issue 3): aioquic server → trace-driven
- * emulator (T-Mobile LTE, 25 ms each way, 1000-packet drop-tail) → headless
- * Chromium running @nuwa/player for 30 s. Every assertion reads the emulator's
- * or the server's logs (through bulk_metrics.py), not the page's own word.
+ * The receiver in control, end to end (issue 3), and the CI check of issues 5 and 13, from
+ * one invocation of `./nuwa bench --quick`: the aioquic server → trace-driven emulator
+ * (T-Mobile LTE short, 25 ms each way, 1000-packet drop-tail) → headless Chromium running
+ * @nuwa/player for 30 s, once with Nuwa's grants and once with `--cc cubic` and no grants.
+ * `--quick` exits 0 only if Nuwa's p95 queuing delay is below Cubic's AND Nuwa's utilization
+ * is at least 0.9 × Cubic's in that invocation (1: either missed; 3: a run failed or its
+ * emulator was invalid: no verdict). Every other assertion reads the runs' records
+ * (`out/bench/quick/runs/<id>/bench.json`: the same metrics `./nuwa bulk` prints, from the
+ * emulator's and the server's logs through bulk_metrics.py), not the page's own word.
+ * (The bulk runs and the quick check were two files running the same two runs; one
+ * invocation serves both, 75 s less CI.)
  */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type BulkResult, describeBulk, runBulk } from "./src/bulk.js";
-import { onValidEmulator } from "./src/valid-run.js";
+import { type BulkResult, describeBulk } from "./src/bulk.js";
+import { REPO_ROOT } from "./src/procs.js";
 
-const TRACE = "traces/4G/mahimahi-tmobile-lte-short.mahi";
-const DURATION_S = Number(process.env.NUWA_E2E_DURATION_S ?? 30);
+const execFileP = promisify(execFile);
+const DIR = `${REPO_ROOT}out/bench/quick`;
 
-describe("bulk download under a real 4G trace", () => {
+/** `./nuwa bench --quick` once: its exit code and its output. */
+async function quick(): Promise<{ code: number; out: string }> {
+  try {
+    const r = await execFileP(`${REPO_ROOT}node_modules/.bin/tsx`, ["e2e/src/cli-bench.ts", "--quick"], { cwd: REPO_ROOT, maxBuffer: 16 << 20 });
+    return { code: 0, out: r.stderr + r.stdout };
+  } catch (e) {
+    const err = e as { code?: number; stderr?: string; stdout?: string };
+    return { code: err.code ?? -1, out: `${err.stderr ?? ""}${err.stdout ?? ""}` };
+  }
+}
+
+const verdictLine = (out: string) => out.split("\n").find((l) => l.includes("quick check")) ?? "(no verdict line)";
+
+describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5, 13)", () => {
+  let code = 0;
+  let out = "";
   let nuwa: BulkResult;
   let cubic: BulkResult;
 
   beforeAll(async () => {
-    nuwa = await onValidEmulator("bulk nuwa", () => runBulk({ trace: TRACE, scheme: "nuwa", duration_s: DURATION_S, out_dir: "out/e2e/bulk-nuwa" }));
+    ({ code, out } = await quick());
+    // Exit 3 is "no verdict": a run failed or its emulator could not keep time (e2e/src/valid-run.ts).
+    // That measurement is void, so it is taken again, once; a second 3 fails below.
+    if (code === 3) {
+      console.log(`bench --quick gave no verdict (${verdictLine(out)}); measuring again`);
+      ({ code, out } = await quick());
+    }
+    console.log(verdictLine(out));
+    const idx = JSON.parse(readFileSync(`${DIR}/bench-index.json`, "utf8")) as { runs: string[] };
+    const recs = idx.runs.map((id) => JSON.parse(readFileSync(`${DIR}/runs/${id}/bench.json`, "utf8")) as { scheme: string; kind: string; metrics: BulkResult | null });
+    const get = (s: string) => {
+      const m = recs.find((r) => r.kind === "bulk" && r.scheme === s)?.metrics;
+      if (!m) throw new Error(`bench --quick left no ${s} bulk record (exit ${code}): ${out.slice(-1500)}`);
+      return m;
+    };
+    nuwa = get("nuwa");
+    cubic = get("cubic");
     console.log(describeBulk(nuwa));
-    cubic = await onValidEmulator("bulk cubic", () => runBulk({ trace: TRACE, scheme: "cubic", duration_s: DURATION_S, out_dir: "out/e2e/bulk-cubic" }));
     console.log(describeBulk(cubic));
+  });
+
+  it("./nuwa bench --quick exits 0: nuwa's p95 queuing delay below cubic's and utilization ≥ 0.9 × cubic's, same invocation", () => {
+    expect(code, out.slice(-2000)).toBe(0);
+    expect(verdictLine(out)).toMatch(/PASS/);
+    expect(verdictLine(out)).toMatch(/utilization/);
+    expect(readFileSync(`${DIR}/report.md`, "utf8")).toMatch(/tmobile-lte-short/);
   });
 
   it("ran on a valid emulator (p99 lateness ≤ 2 ms) and delivered data", () => {
@@ -45,8 +92,9 @@ describe("bulk download under a real 4G trace", () => {
     expect(nuwa.qd_error_ms.p95!).toBeLessThanOrEqual(20);
   });
 
-  // docs/BENCHMARKS.md claims 0.92 utilization on this trace (60 s, deep queue); this 30 s run counts
-  // start-up too, so the bound is the claim less 0.05 of run-to-run noise, and 0.9× cubic's in this run.
+  // docs/BENCHMARKS.md claims 0.92 utilization on this trace (60 s, deep queue); this 30 s run
+  // (the first 2 s left out, as in every bench run) is held to the claim less 0.05 of run-to-run
+  // noise, and to 0.9× cubic's in this invocation (recomputed here from the records).
   it("keeps p95 queuing delay below the same run with --cc cubic and no grants, at the utilization the report claims", () => {
     console.log(`utilization nuwa ${nuwa.utilization.toFixed(3)} cubic ${cubic.utilization.toFixed(3)}; p95 ${nuwa.queuing_delay_ms.p95} vs ${cubic.queuing_delay_ms.p95} ms`);
     expect(nuwa.queuing_delay_ms.p95).toBeLessThan(cubic.queuing_delay_ms.p95);

@@ -1,15 +1,18 @@
 /**
  * Load, CI version (issue 7, item 7; issue 13 item 4): one aioquic server
  * process, 20 Nuwa receivers (the Python load client, decisions by the real
- * @nuwa/cc controller over JSON lines) sharing one emulated 12 Mbit/s
- * bottleneck for 30 s, Jain's index over 10–30 s. 20 sessions is where the
- * index has settled (0.963 and 0.977 here for 30 and 60 s at 24 Mbit/s); 12
- * Mbit/s rather than 24 because at 24 the 2-core host is saturated (server 71 %,
- * load client 82 %, emulator 30 % of a core, plus the Node bridge): the bridge
- * lag, which the controllers read as queuing delay, then decided the
- * utilization (0.64–0.95 of the link from run to run, docs/RELIABILITY.md), so
- * the check measured the CPU. At 12 Mbit/s: 0.93 of the link idle, 0.85 with a
- * busy loop holding one core, Jain 0.95–0.97; 5 sessions on
+ * @nuwa/cc controller over JSON lines) sharing one emulated 24 Mbit/s
+ * bottleneck for 30 s, Jain's index over 10–30 s. The shape is the one where
+ * the index has settled (0.963 and 0.977 here for 30 and 60 s). This shape
+ * nearly fills the 2-core host (server 71 %, load client 82 %, emulator 30 % of
+ * a core, plus the Node bridge); when the host takes CPU from the load client,
+ * its frames reach the controllers late, the controllers read that lag as
+ * queuing delay, and the run measures the CPU (0.64 of the link in one CI run,
+ * bridge lag p50 9.3 ms against 1.7 ms in a good one). The load tool reports
+ * that as `instrument.valid` false (lab/nuwa_lab/load/common.py); such a run is
+ * void and measured again, once, like an emulator that could not keep time.
+ * (12 Mbit/s does not help: the CPU goes to per-session ticks and grants, not
+ * to bytes, and 3-packet windows made Jain 0.88–0.97.) 5 sessions on
  * 6 Mbit/s do not settle (0.82 over 15–30 s, 0.83 over 30–60 s: two flows keep
  * 0.44 and 2.0 Mbit/s), which is left to the fairness issue and not hidden by
  * a flag. The long run (60 s) is behind NUWA_LONG. Figures come from the workers' receive counts, the
@@ -35,6 +38,7 @@ interface LoadResult {
   server_sessions: { sessions: number; grant_violations: number; grants_accepted: number };
   emulator: { valid: boolean };
   bridge_lag_us: { p50: number; p99: number }[];
+  instrument: { valid: boolean; invalid_reasons: string[] };
   host: { loadavg: number[] };
 }
 
@@ -44,9 +48,10 @@ describe(`load: ${SESSIONS} Nuwa sessions, one server, one bottleneck`, () => {
   let r: LoadResult;
   let exit_code = 0;
 
-  beforeAll(async () => {
+  const measure = async (): Promise<void> => {
+    exit_code = 0;
     try {
-      await execFileP(PYTHON, ["-m", "nuwa_lab.load", "--sessions", String(SESSIONS), "--duration", "30", "--fair-from-s", "10", "--link-mbps", "12", "--out", OUT, "--json", `${OUT}/result.json`], {
+      await execFileP(PYTHON, ["-m", "nuwa_lab.load", "--sessions", String(SESSIONS), "--duration", "30", "--fair-from-s", "10", "--link-mbps", "24", "--out", OUT, "--json", `${OUT}/result.json`], {
         cwd: REPO_ROOT,
         maxBuffer: 16 << 20,
       });
@@ -55,6 +60,14 @@ describe(`load: ${SESSIONS} Nuwa sessions, one server, one bottleneck`, () => {
       if (exit_code !== 1) throw e;
     }
     r = JSON.parse(readFileSync(`${OUT}/result.json`, "utf8")) as LoadResult;
+  };
+
+  beforeAll(async () => {
+    await measure();
+    if (!r.instrument.valid || !r.emulator.valid) {
+      console.log(`load: this measurement is void (${[...r.instrument.invalid_reasons, ...(r.emulator.valid ? [] : ["the emulator could not keep time"])].join("; ")}); measuring again`);
+      await measure();
+    }
     const lag = r.bridge_lag_us.map((b) => `${(b.p50 / 1000).toFixed(1)}/${(b.p99 / 1000).toFixed(1)}`).join(", ");
     console.log(
       `load: Jain ${r.jain_index.toFixed(3)}, goodput ${(r.goodput_bps.total / 1e6).toFixed(2)} Mbit/s (${(r.goodput_bps.total / r.link_bps).toFixed(2)} of the link), peak RSS ${(r.server.peak_rss_kb / 1024).toFixed(1)} MiB, errors ${r.errors.length}, bridge lag p50/p99 ${lag} ms, load ${(r.host.loadavg[0] ?? Number.NaN).toFixed(2)}`,
@@ -71,6 +84,7 @@ describe(`load: ${SESSIONS} Nuwa sessions, one server, one bottleneck`, () => {
   });
 
   it("the bottleneck is used (≥ 75 % of the link in frame bytes after 10 s)", () => {
+    expect(r.instrument.valid, `the load clients could not keep up: ${r.instrument.invalid_reasons.join("; ")}`).toBe(true);
     expect(r.goodput_bps.total / r.link_bps).toBeGreaterThan(0.75);
   });
 

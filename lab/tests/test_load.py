@@ -91,3 +91,17 @@ def test_server_session_summaries_from_stderr(tmp_path: Path) -> None:
     assert t["grant_violations"] == 2 and t["fallback_entries"] == 4 and t["bytes_sent"] == 12200
     assert t["grants_dropped"] == {"replay": 6}
     assert t["transmits_with_unsent_new_bytes"] == 8
+
+
+def test_instrument_check_voids_a_run_whose_load_clients_lagged() -> None:
+    from nuwa_lab.load.common import MAX_BRIDGE_LAG_P50_US, instrument_check
+
+    ok = instrument_check([{"p50": 1700.0, "p99": 14000.0, "max": 30000, "batches": 29000}])
+    assert ok == {"valid": True, "bridge_lag_p50_us": 1700.0, "invalid_reasons": []}
+    # the clean-clone CI run that used 0.64 of the link: lag p50 9.3 ms
+    bad = instrument_check([{"p50": 1000.0, "batches": 9}, {"p50": 9320.0, "batches": 8101}])
+    assert not bad["valid"] and bad["bridge_lag_p50_us"] == 9320.0
+    assert "bridge lag p50 9.3 ms > 4.0 ms" in bad["invalid_reasons"][0]
+    assert instrument_check([{"p50": MAX_BRIDGE_LAG_P50_US}])["valid"]  # the bound itself passes
+    assert not instrument_check([{"p50": None, "batches": 0}])["valid"]
+    assert not instrument_check([])["valid"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BRIDGE_SCRIPT = REPO_ROOT / "e2e" / "src" / "load-controllers.ts"
@@ -13,6 +14,12 @@ BIN_MS = 250
 """Goodput bin, ms."""
 JAIN_TARGET = 0.9
 LATE_SEGMENT_LIMIT = 0.01
+#: A load client whose frames reach its controllers later than this at the median (bridge lag:
+#: receive → controller decision → grant, µs) was starved of CPU by the host: the controllers read
+#: that lag as queuing delay, so the run measures the lab's CPU, not the controller, and is void.
+#: Runs on an unloaded 2-core host: p50 0.5–2.5 ms; the 24 Mbit/s runs that lost a third of the
+#: link: 6.0 and 9.3 ms (docs/RELIABILITY.md, ninth session).
+MAX_BRIDGE_LAG_P50_US = 4000.0
 """A paced run passes when fewer than this share of segments is late."""
 
 
@@ -38,3 +45,29 @@ def jain_index(xs: list[float]) -> float:
     if sq == 0:
         raise ValueError("jain_index: all values are zero")
     return sum(xs) ** 2 / (len(xs) * sq)
+
+
+def instrument_check(bridge_lag_us: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether the load clients kept up (see :data:`MAX_BRIDGE_LAG_P50_US`).
+
+    Args:
+        bridge_lag_us: one ``{"p50", "p99", "max", "batches"}`` per worker (µs), as the workers
+            report it; a worker with no batches (``p50`` None) counts as not keeping up.
+    Returns:
+        ``{"valid": bool, "bridge_lag_p50_us": worst worker's p50 (None if none),
+        "invalid_reasons": [str]}``.
+    """
+    p50s = [w.get("p50") for w in bridge_lag_us]
+    reasons: list[str] = []
+    if not p50s:
+        reasons.append("no worker reported its bridge lag")
+    if any(p is None for p in p50s):
+        reasons.append("a worker made no controller decision")
+    known = [float(p) for p in p50s if p is not None]
+    worst = max(known) if known else None
+    if worst is not None and worst > MAX_BRIDGE_LAG_P50_US:
+        reasons.append(
+            f"bridge lag p50 {worst / 1000:.1f} ms > {MAX_BRIDGE_LAG_P50_US / 1000:.1f} ms: "
+            "the load clients were starved of CPU"
+        )
+    return {"valid": not reasons, "bridge_lag_p50_us": worst, "invalid_reasons": reasons}

@@ -19,6 +19,7 @@ from .common import (
     JAIN_TARGET,
     LATE_SEGMENT_LIMIT,
     REPO_ROOT,
+    instrument_check,
     jain_index,
 )
 from .procs import (
@@ -64,6 +65,7 @@ def analyze(
         "jain_index": jain,
         "fair_from_s": a.fair_from_s,
         "bridge_lag_us": [w["bridge_lag_us"] for w in workers],
+        "instrument": instrument_check([w["bridge_lag_us"] for w in workers]),
         "worker_cpu_s": [w["cpu_s"] for w in workers],
         # Base one-way delay each controller holds at the end (same clock on both sides here,
         # so it is the true propagation delay plus any standing queue it mistook for none).
