@@ -205,7 +205,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
           }
           return err;
         }
-        loadIndexes(text, url);
+        if (abr === "nuwa") loadIndexes(text, url); // only the MPC reads them: the dash.js baselines send nothing extra
         return null;
       },
     }),
