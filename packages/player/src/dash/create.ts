@@ -236,7 +236,7 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
     onTelemetry: (e) => {
       options.onTelemetry?.(e);
       const out = telemetryToPlayerEvent(e, live()?.controller.config.target_delay_ms ?? Number.NaN);
-      if (out?.type === "error") session_error_reported = true;
+      if (out?.type === "error" && out.event.source === "session") session_error_reported = true;
       if (out) emitter.emit(out.type, out.event as never);
     },
     onDashjsEstimate: (kbps) => {
