@@ -107,7 +107,8 @@ async function main(): Promise<void> {
         downloading: session.activeRequests > 0,
       });
       status.textContent = `${scheme}: media ${video.currentTime.toFixed(1)} s, buffer ${bufferAhead().toFixed(1)} s, Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, shaka ${(shaka_bps / 1e6).toFixed(2)} Mbit/s`;
-      const played = t - log.started_us > duration_s * 1e6 && log.startup_s !== null && video.currentTime >= duration_s - 1;
+      // Enough media played, or the media ended first (`--content` shorter than --duration).
+      const played = (t - log.started_us > duration_s * 1e6 && log.startup_s !== null && video.currentTime >= duration_s - 1) || (log.startup_s !== null && video.ended);
       if (played || t - log.started_us > (duration_s + 60) * 1e6) {
         clearInterval(timer);
         resolve();

@@ -13,7 +13,8 @@
  * abandoned, stalls and every frame's timing, exposed as `window.__nuwa_play`.
  * Query: url, hash, mpd, duration_s, scheme, cc (JSON), transport
  * (auto | webtransport | websocket), ws_url (the WebSocket fallback's URL),
- * log_level (dash.js's debug level; absent: dash.js's default).
+ * log_level (dash.js's debug level; absent: dash.js's default), cmcd (`query` | `header`: the site
+ * turns dash.js's CMCD on, CTA-5004 keys in that transmission mode; absent: off).
  */
 import { type AttachOptions, attachNuwa } from "@nuwa/player";
 import * as dashjsModule from "dashjs";
@@ -67,6 +68,8 @@ async function main(): Promise<void> {
   // No dash.js setting is changed here: buffer targets, fast switching and rules stay at dash.js's
   // defaults for the dash.js schemes (attachNuwa changes rules and fast switching only for abr "nuwa").
   if (q.get("log_level") !== null) player.updateSettings({ debug: { logLevel: Number(q.get("log_level")) } });
+  const cmcd = q.get("cmcd");
+  if (cmcd === "query" || cmcd === "header") player.updateSettings({ streaming: { cmcd: { enabled: true, mode: cmcd, sid: "nuwa-e2e", cid: "nuwa" } } });
   player.on(dashjs.MediaPlayer.events.ERROR, (e: unknown) => console.error("dash.js error", JSON.stringify(e).slice(0, 500)));
   const session = await nuwa.session;
   log.transport = session.transport;
@@ -120,7 +123,8 @@ async function main(): Promise<void> {
         downloading: session.activeRequests > 0,
       });
       status.textContent = `${scheme}: media ${video.currentTime.toFixed(1)} s, buffer ${(log.samples.at(-1)?.buffer_s ?? 0).toFixed(1)} s, Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, dash.js ${(dashjs_kbps / 1000).toFixed(2)} Mbit/s`;
-      if (t - log.started_us > duration_s * 1e6 && log.startup_s !== null && video.currentTime >= duration_s - 1) {
+      // Enough media played, or the media ended first (`--content` shorter than --duration).
+      if ((t - log.started_us > duration_s * 1e6 && log.startup_s !== null && video.currentTime >= duration_s - 1) || (log.startup_s !== null && video.ended) || nuwa.contentError()) {
         clearInterval(timer);
         resolve();
       } else if (t - log.started_us > (duration_s + 60) * 1e6) {
@@ -132,6 +136,8 @@ async function main(): Promise<void> {
   stopping = true; // reset() aborts what is in flight: not an abandonment
   player.reset();
   nuwa.close();
+  const refused = nuwa.contentError();
+  if (refused) throw refused; // the named error (mpd.ts): DRM, live, codec
 }
 
 main()

@@ -1,9 +1,12 @@
-/** `./nuwa play [--player dashjs|hlsjs|shaka] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (schemes: PLAYER_SCHEMES in play.ts) */
+/** `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (schemes: PLAYER_SCHEMES in play.ts) */
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
-import { describePlay, PLAYER_SCHEMES, PLAYERS, type PlayPlayer, type PlayScheme, runPlay } from "./play.js";
+import { describePlay, findMpd, PLAYER_SCHEMES, PLAYERS, type PlayPlayer, type PlayScheme, runPlay } from "./play.js";
 
-const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
-  play DASH video through Nuwa under a trace; prints a summary. Schemes (the video ladder,
+const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
+  play DASH video through Nuwa under a trace; prints a summary. --content DIR plays your own
+  DASH VOD (any packager's output: DIR/manifest.mpd or the one *.mpd in DIR; layouts and
+  features in docs/CONTENT.md) instead of the generated ladder; playback stops at --duration
+  or at the end of the media. Schemes (the video ladder,
   each one factor from the next):
     dashjs                dash.js 5.2.1 as shipped (default ABR, own estimate, no setting
                           changed; only the loader carries requests over the session) over
@@ -31,6 +34,7 @@ const values = parseCli(USAGE, {
   player: { type: "string", default: "dashjs" },
   out: { type: "string", default: "out/play" },
   cc: { type: "string", default: "{}" },
+  content: { type: "string" },
 });
 const cc = parseCcJson(USAGE, values.cc);
 const player = values.player as PlayPlayer;
@@ -40,8 +44,17 @@ if (!PLAYER_SCHEMES[player].schemes.includes(scheme)) {
   usageError(USAGE, `--scheme must be one of ${PLAYER_SCHEMES[player].schemes.join(", ")} for --player ${player} (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
-if (!(duration_s >= 10 && duration_s <= 110)) {
+const content = values.content;
+if (content !== undefined) {
+  if (player === "hlsjs") usageError(USAGE, "--content is DASH content: use --player dashjs or shaka");
+  try {
+    findMpd(content);
+  } catch (e) {
+    usageError(USAGE, (e as Error).message);
+  }
+  if (!(duration_s >= 1 && duration_s <= 3600)) usageError(USAGE, `--duration must be 1..3600 s (got ${values.duration})`);
+} else if (!(duration_s >= 10 && duration_s <= 110)) {
   usageError(USAGE, `--duration must be 10..110 s (the content is 120 s long; got ${values.duration})`);
 }
-const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc });
+const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc, content });
 console.log(describePlay(s, values.out!));

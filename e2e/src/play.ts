@@ -5,7 +5,7 @@
  * (lab/nuwa_lab/play_metrics.py).
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { promisify } from "node:util";
 import { launchChromium } from "./browser.js";
@@ -79,6 +79,34 @@ export interface PlayOptions {
   cc?: Record<string, unknown>;
   /** Build the test pages first (default true; false when the caller built them: cells.ts). */
   build_pages?: boolean;
+  /**
+   * A directory of DASH VOD content from any packager (`./nuwa play --content DIR`) instead of
+   * our generated ladder: served as the content root, its MPD found by `findMpd`. dash.js and
+   * shaka only (hls.js needs HLS playlists). The summary then has no offline optimum (it needs
+   * the ladder's own segment files).
+   */
+  content?: string;
+  /** Extra query parameters for the page (e.g. `cmcd: "query"`: dash.js sends CMCD keys). */
+  page_params?: Record<string, string>;
+}
+
+/**
+ * The MPD of a content directory: `manifest.mpd` if present, else the one `*.mpd` at its top.
+ * @returns its file name (relative to `dir`)
+ * @throws Error when `dir` is not a directory or holds no MPD or several (the message lists them)
+ */
+export function findMpd(dir: string): string {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`--content ${dir}: not a directory`);
+  if (existsSync(`${dir}/manifest.mpd`)) return "manifest.mpd";
+  const mpds = readdirSync(dir).filter((f) => f.toLowerCase().endsWith(".mpd"));
+  if (mpds.length !== 1) throw new Error(`--content ${dir}: ${mpds.length === 0 ? "no .mpd file at its top" : `several MPDs (${mpds.join(", ")}); name one manifest.mpd`}`);
+  return mpds[0]!;
+}
+
+/** Make (or reuse) the test layouts of issue 19 (lab/nuwa_lab/dashgen/layouts.py); returns layout → directory. */
+export async function ensureLayouts(): Promise<Record<string, string>> {
+  const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.dashgen.layouts", "--out", `${REPO_ROOT}.cache/layouts`], { cwd: REPO_ROOT });
+  return JSON.parse(stdout) as Record<string, string>;
 }
 
 /** Make (or reuse) the DASH content, with `hls` also its HLS playlists (dashgen/hls.py); returns its directory. */
@@ -100,7 +128,10 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
   const player = o.player ?? "dashjs";
   const { schemes } = PLAYER_SCHEMES[player] ?? { schemes: [] };
   if (!schemes.includes(o.scheme)) throw new Error(`runPlay: unknown scheme ${o.scheme} for player ${player} (${schemes.join(", ")})`);
-  const content_dir = await ensureContent(o.content_duration_s ?? 120, player === "hlsjs");
+  if (o.content && player === "hlsjs") throw new Error("runPlay: --content is DASH content; --player hlsjs plays HLS playlists (use dashjs or shaka)");
+  const own_content = !o.content;
+  const content_dir = o.content ? resolve(o.content) : await ensureContent(o.content_duration_s ?? 120, player === "hlsjs");
+  const manifest = o.content ? `/${encodeURI(findMpd(content_dir))}` : PLAYER_PAGES[player].manifest;
   if (o.build_pages !== false) await buildPages();
   const over = o.scheme in PLAY_OVER_CC ? PLAY_OVER_CC[o.scheme as keyof typeof PLAY_OVER_CC] : null;
   const page_scheme = over ? over[0] : o.scheme in PLAY_ALIASES ? PLAY_ALIASES[o.scheme as keyof typeof PLAY_ALIASES] : o.scheme;
@@ -126,8 +157,9 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
       hash: String(server.ready.cert_sha256_hex),
       scheme: page_scheme,
       duration_s: String(o.duration_s),
-      mpd: PLAYER_PAGES[player].manifest,
+      mpd: manifest,
       cc: JSON.stringify(o.cc ?? {}),
+      ...o.page_params,
     });
     // dash.js's log level stays its default unless asked for (no dash.js setting changes by default).
     if (process.env.NUWA_DASHJS_LOG_LEVEL) params.set("log_level", process.env.NUWA_DASHJS_LOG_LEVEL);
@@ -141,12 +173,13 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     browser = null;
     await stopAll();
     if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
-    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms), "--content-dir", content_dir], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms), ...(own_content ? ["--content-dir", content_dir] : [])], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
     const summary = JSON.parse(stdout) as Record<string, unknown>;
     const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
     summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };
     summary.page_errors = page_errors;
     summary.player = player;
+    summary.content = o.content ? content_dir : null;
     summary.player_errors = console_lines.filter((l) => l.includes(PLAYER_PAGES[player].error_prefix));
     return summary;
   } finally {

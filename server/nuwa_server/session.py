@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .bodies import BulkBody, FileBody
+from .cmcd import parse_cmcd
 from .config import GRANT_FLOOD_CLOSE_CODE, SessionConfig, now_us
 from .content import ContentError, ContentRoot, satisfiable_range
 from .grants import FloodGuard, GrantDecision, GrantState
@@ -158,8 +159,10 @@ class NuwaSession:
         self._handle_get(stream, request)
 
     def _handle_get(self, stream: ResponseStream, request: GetRequest) -> None:
+        # CMCD keys the player sent (CTA-5004; bl, mtp, br, ...): recorded, nothing else changes.
+        extra = {"cmcd": parse_cmcd(request.cmcd)} if request.cmcd is not None else {}
         self.log.event("request", stream_id=stream.stream_id, op="get", path=request.path,
-                       range=request.byte_range, id=request.request_id)
+                       range=request.byte_range, id=request.request_id, **extra)
         if self.content_root is None:
             self._respond_error(stream, 404, "no content root", kind="no_content_root")
             return

@@ -109,6 +109,7 @@ def test_request_vectors(vector: dict[str, Any]) -> None:
         assert request.path == expected["path"]
         rng = expected["range"]
         assert request.byte_range == (None if rng is None else tuple(rng))
+        assert request.cmcd == expected.get("cmcd")
     else:
         assert request == BulkRequest(expected["size_bytes"])
     assert parse_request(encode_request(request)) == request

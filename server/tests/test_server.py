@@ -92,6 +92,78 @@ def test_connect_other_path_404_and_ipv4(tmp_path: Path) -> None:
     run(main())
 
 
+def test_malformed_and_absurd_ranges_get_a_clear_error(tmp_path: Path) -> None:
+    """Ranges a client may get wrong (issue 19): each is answered by one ERROR frame whose
+    message says what a range must be (400 ``request_range``) or that it lies past the end
+    (416), and the session serves the next request as before."""
+    data = os.urandom(10_000)
+    (tmp_path / "content").mkdir()
+    (tmp_path / "content" / "one.mp4").write_bytes(data)
+    bad = {
+        "reversed": [5, 1],
+        "negative": [-1, 5],
+        "three numbers": [1, 2, 3],
+        "http header text": "bytes=0-1",
+        "open ended": [100],
+        "float": [0.5, 10],
+        "beyond u64": [0, 2**64],
+        "not a list": {"first": 0, "last": 1},
+    }
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="cubic") as server, wt_client(server) as client:
+            await client.open_session()
+            sids = {name: client.request({"v": 1, "op": "get", "path": "/one.mp4", "range": rng})
+                    for name, rng in bad.items()}
+            past = client.request({"v": 1, "op": "get", "path": "/one.mp4",
+                                   "range": [10_000, 2**63]})
+            huge = client.request({"v": 1, "op": "get", "path": "/one.mp4",
+                                   "range": [9_999, 2**64 - 1]})
+            for name, sid in sids.items():
+                r = await client.wait(sid)
+                assert len(r.frames) == 1 and r.frames[0].header.frame_type == FrameType.ERROR, name
+                assert r.error["status"] == 400, (name, r.error)
+                assert "range must be [first, last]" in r.error["error"], (name, r.error)
+            r = await client.wait(past)
+            assert r.error["status"] == 416 and "first 10000 >= size 10000" in r.error["error"]
+            r = await client.wait(huge)  # last far past the end: clamped, the one last byte
+            assert r.head["status"] == 206 and r.head["range"] == [9_999, 9_999]
+            assert r.body == data[-1:]
+            ok = await client.wait(client.request(
+                {"v": 1, "op": "get", "path": "/one.mp4", "range": [0, 99]}))
+            assert ok.body == data[:100]
+
+    run(main())
+
+
+def test_cmcd_keys_are_logged_with_the_request(tmp_path: Path) -> None:
+    """A get carrying CMCD (CTA-5004, as dash.js writes it) is logged with its keys (issue 19
+    item 7); the answer is the same bytes as without it; a get without CMCD logs no ``cmcd``."""
+    data = os.urandom(5_000)
+    (tmp_path / "content").mkdir()
+    (tmp_path / "content" / "seg.m4s").write_bytes(data)
+    cmcd = 'bl=21300,br=700,d=2000,mtp=4800,ot=v,sf=d,sid="6e2fb550-c457-11e9-bb97-0800200c9a66",su'
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="cubic") as server, wt_client(server) as client:
+            await client.open_session()
+            with_cmcd = await client.wait(client.request(
+                {"v": 1, "op": "get", "path": "/seg.m4s", "cmcd": cmcd}))
+            without = await client.wait(client.request({"v": 1, "op": "get", "path": "/seg.m4s"}))
+            assert with_cmcd.body == without.body == data
+            assert with_cmcd.head == without.head
+            session = server.context.recent_sessions()[0]
+        requests = [e for e in read_jsonl(session_logs(session) / "events.jsonl")
+                    if e["event"] == "request"]
+        assert len(requests) == 2
+        logged = requests[0]["cmcd"]
+        assert logged["bl"] == 21300 and logged["mtp"] == 4800 and logged["br"] == 700
+        assert logged["sid"] == "6e2fb550-c457-11e9-bb97-0800200c9a66" and logged["su"] is True
+        assert "cmcd" not in requests[1]
+
+    run(main())
+
+
 def test_get_whole_file_and_range(tmp_path: Path) -> None:
     """get serves a file (200) and an inclusive byte range (206), clamped at the end."""
     data = os.urandom(50_000)

@@ -91,6 +91,7 @@ async function main(): Promise<void> {
   });
   player.on("error", (e) => {
     state.error = `${e.source}: ${e.message}`;
+    if (e.source === "content") state.state = "error"; // DRM, live, a codec: this content will not play (docs/CONTENT.md)
   });
   video.addEventListener("timeupdate", () => {
     state.played_s = video.currentTime;

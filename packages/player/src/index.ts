@@ -1,7 +1,7 @@
 /** @nuwa/player: the Nuwa receiver in the browser (WebTransport session, grants, bulk download). */
 
 export { type AbrDecision, abrSafetyFactor, achievableKbps, chooseBitrateKbps, decideMpc, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions } from "./dash/abr.js";
-export { type AttachOptions, attachNuwa, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
+export { type AttachOptions, attachNuwa, type ContentErrorEvent, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
 export {
   createNuwaPlayer,
   type DashjsModuleLike,
@@ -12,8 +12,9 @@ export {
   type NuwaPlayerEventType,
   type NuwaPlayerOptions,
 } from "./dash/create.js";
-export { DEFAULT_LOADER_OPTIONS, failureStatus, type LoadedRequest, type LoaderOptions, makeNuwaLoader, parseRangeHeader } from "./dash/loader.js";
+export { cmcdOf, DEFAULT_LOADER_OPTIONS, failureStatus, type LoadedRequest, type LoaderOptions, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader } from "./dash/loader.js";
 export { bruteForcePlan, MPC_DEFAULTS, MPC_REBUFFER_PENALTY, MpcHistory, type MpcInput, type MpcPlan, mpcPlan, mpcStep, robustThroughputKbps, type SegmentSample } from "./dash/mpc.js";
+export { checkMpd, type MpdCheckOptions, NuwaContentError, parseSidx, type RepresentationIndex, type SegmentSize, SegmentSizes, segmentIndexPlan, type UnsupportedFeature } from "./dash/mpd.js";
 export { attachRlTuner, RL_CC, type RlTuning } from "./dash/rl.js";
 export { TypedEmitter, type Unsubscribe } from "./emitter.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";

@@ -90,7 +90,8 @@ export type TelemetryEvent =
   | { type: "reconnect"; t_us: number; attempt: number; delay_ms: number; reason: string };
 
 /** A request (PROTOCOL.md "Requests"). */
-export type NuwaRequest = { op: "get"; path: string; range?: [number, number] } | { op: "bulk"; size_bytes: number };
+/** A request (docs/PROTOCOL.md "Requests"); `cmcd`: the CMCD payload (CTA-5004) the player attached, which the server only logs. */
+export type NuwaRequest = { op: "get"; path: string; range?: [number, number]; cmcd?: string } | { op: "bulk"; size_bytes: number };
 
 /** The HEAD frame's content. */
 export interface ResponseHead {

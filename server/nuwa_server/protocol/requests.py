@@ -26,12 +26,15 @@ class GetRequest:
 
     ``path`` is the URL path as sent (not yet percent-decoded or checked
     against the content root; see :mod:`nuwa_server.content`). ``byte_range``
-    is inclusive, ``0 ≤ first ≤ last``.
+    is inclusive, ``0 ≤ first ≤ last``. ``cmcd``: the optional CMCD payload the
+    player attached (CTA-5004, PROTOCOL.md "CMCD"), recorded in the log only;
+    a ``cmcd`` that is not a string is ignored like an unknown field.
     """
 
     path: str
     byte_range: tuple[int, int] | None = None
     request_id: int | None = None
+    cmcd: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +97,9 @@ def parse_request(data: bytes | bytearray | memoryview) -> Request:
             raise ProtocolError(ErrorKind.REQUEST_ID, "cancel needs an id")
         return CancelRequest(request_id)
     if op == "get":
-        return GetRequest(_parse_path(obj.get("path")), _parse_range(obj), _parse_id(obj))
+        cmcd = obj.get("cmcd")
+        return GetRequest(_parse_path(obj.get("path")), _parse_range(obj), _parse_id(obj),
+                          cmcd if isinstance(cmcd, str) else None)
     if op == "bulk":
         size = obj.get("size_bytes")
         if not isinstance(size, int) or isinstance(size, bool) or not (
@@ -151,6 +156,8 @@ def encode_request(request: Request) -> bytes:
         obj = {"v": PROTOCOL_VERSION, "op": "get", "path": request.path}
         if request.byte_range is not None:
             obj["range"] = list(request.byte_range)
+        if request.cmcd is not None:
+            obj["cmcd"] = request.cmcd
     else:
         obj = {"v": PROTOCOL_VERSION, "op": "bulk", "size_bytes": request.size_bytes}
     if request.request_id is not None:

@@ -132,6 +132,8 @@ export function makeThroughputOverride(
 
 /** Minimal dash.js surfaces the rule touches. */
 interface RepresentationLike {
+  /** Representation@id (dash.js 5 Representation.id). */
+  id?: string | number | null;
   bitrateInKbit?: number;
   /** Segment duration, s (dash.js 5 Representation; NaN/absent when unknown). */
   segmentDuration?: number;
@@ -228,7 +230,7 @@ export function makeNuwaAbrRule(
       let budget: number;
       let why: string;
       if (reps.length > 1 && mpc) {
-        const m = decideMpc(src, reps, est, basis, buffer_s, mpc.history(media_type), mpc);
+        const m = decideMpc(src, reps, est, basis, buffer_s, mpc.history(media_type), mpc, media_type);
         rep = m.rep;
         budget = m.budget_kbps;
         why = m.why;
@@ -268,15 +270,32 @@ export interface NuwaMpcOptions {
   history: (media_type: string) => MpcHistory;
   horizon?: number;
   buffer_cap_s?: number;
+  /**
+   * Real bytes of a representation's next segments (mean over up to `n`), or null when unknown
+   * (attach.ts: from SegmentList ranges and sidx boxes, mpd.ts SegmentSizes); unknown rungs are
+   * planned with nominal bitrate × the measured size ratio.
+   */
+  segmentBytes?: (media_type: string, rep: RepresentationLike, n: number) => number | null;
 }
 
 /**
  * One MPC decision (mpc.ts) from the rule's inputs: the ladder (real rungs), Nuwa's estimate
  * and basis, the buffer and the history. Before any segment and any capacity measurement
  * the plan starts on the app-limited estimate (lowest rung, quickest start-up). Pure but for
- * reading the controller's min RTT. Returns the representation, the throughput planned with, and why.
+ * reading the controller's min RTT. Segment sizes: `o.segmentBytes` where it knows them (the
+ * index, issue 19), else nominal bitrate × the history's size ratio.
+ * Returns the representation, the throughput planned with, and why.
  */
-export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_kbps: number, basis: string, buffer_s: number, history: MpcHistory, o: NuwaMpcOptions): { rep: RepresentationLike; budget_kbps: number; why: string; predicted_kbps: number } {
+export function decideMpc(
+  src: EstimateSource,
+  reps: RepresentationLike[],
+  est_kbps: number,
+  basis: string,
+  buffer_s: number,
+  history: MpcHistory,
+  o: NuwaMpcOptions,
+  media_type = "video",
+): { rep: RepresentationLike; budget_kbps: number; why: string; predicted_kbps: number } {
   const sorted = [...reps].sort((a, b) => a.bitrateInKbit! - b.bitrateInKbit!);
   const ladder = sorted.map((r) => r.bitrateInKbit!);
   const { rtt_s, capacity_basis } = predictorInputs(src, basis);
@@ -286,16 +305,20 @@ export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_k
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
   const seg_s = Number.isFinite(sorted[0]!.segmentDuration) && sorted[0]!.segmentDuration! > 0 ? sorted[0]!.segmentDuration! : Number.isFinite(last?.segment_s) && last!.segment_s > 0 ? last!.segment_s : 2;
   const ratio = history.sizeRatio();
+  const horizon = o.horizon ?? MPC_DEFAULTS.horizon;
+  const real = sorted.map((r) => o.segmentBytes?.(media_type, r, horizon) ?? null);
+  const segment_bytes = sorted.map((r, i) => real[i] ?? (r.bitrateInKbit! * 1000 * seg_s * ratio) / 8);
+  const n_real = real.filter((b) => b !== null).length;
   if (!(rob.kbps > 0)) return { rep: sorted[0]!, budget_kbps: 0, why: "mpc: no throughput figure yet: lowest rung", predicted_kbps: rob.predicted_kbps };
   const plan = mpcPlan({
     ladder_kbps: ladder,
     last_rung: last_rung >= 0 ? last_rung : null,
     buffer_s,
     throughput_kbps: rob.kbps,
-    segment_bytes: ladder.map((k) => (k * 1000 * seg_s * ratio) / 8),
+    segment_bytes,
     segment_s: seg_s,
     rtt_s,
-    horizon: o.horizon ?? MPC_DEFAULTS.horizon,
+    horizon,
     buffer_cap_s: o.buffer_cap_s ?? MPC_DEFAULTS.buffer_cap_s,
     startup: history.samples.length === 0,
   });
@@ -303,6 +326,6 @@ export function decideMpc(src: EstimateSource, reps: RepresentationLike[], est_k
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,
     predicted_kbps: rob.predicted_kbps,
-    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}`,
+    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}`,
   };
 }

@@ -14,6 +14,7 @@ import type { RlTunerOptions, TunerEvent } from "../tuner.js";
 import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputOverride } from "./abr.js";
 import { makeNuwaLoader } from "./loader.js";
 import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
+import { checkMpd, type NuwaContentError, parseSidx, SegmentSizes, segmentIndexPlan } from "./mpd.js";
 import { attachRlTuner } from "./rl.js";
 
 /** Target-delay presets per application, ms (docs/DESIGN.md §2: Td per application). */
@@ -51,13 +52,30 @@ export interface AttachOptions {
    */
   estimate?: "nuwa" | "dashjs";
   preset?: Preset;
-  onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision }) => void;
+  onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent) => void;
+  /**
+   * Content the glue refuses (mpd.ts `checkMpd`: DRM, live, a codec the browser lacks): called
+   * once with the named error when the MPD arrives; the MPD request then fails, so dash.js
+   * stops with its own manifest error after its retries instead of hanging. Also a
+   * `content_error` telemetry event and `NuwaAttachment.contentError()`.
+   */
+  onContentError?: (e: NuwaContentError) => void;
+  /** Whether the browser decodes `mime; codecs=…` (default: `MediaSource.isTypeSupported` when the page has it; absent: codecs unchecked). */
+  isTypeSupported?: (type: string) => boolean;
   /** dash.js's own throughput average, kbit/s, whenever its rules ask for it (only with `estimate: "nuwa"`; `NuwaAttachment.dashjsEstimateKbps` reads it at any instant, either way). */
   onDashjsEstimate?: (kbps: number) => void;
   /** Reconnect backoff when the session ends (reconnect.ts). */
   reconnect?: Partial<ReconnectPolicy>;
   /** A session that receives nothing for this long while requests are open is stalled, ms (session.ts, default 4000; 0: never): a second session is tried, and the stalled one closed if that opens first (reconnect.ts). */
   stall_timeout_ms?: number;
+}
+
+/** Telemetry: the MPD uses a feature the glue does not support (mpd.ts). */
+export interface ContentErrorEvent {
+  type: "content_error";
+  t_us: number;
+  feature: NuwaContentError["feature"];
+  message: string;
 }
 
 /** `AttachOptions.cc`: controller settings and the optional k tuner. */
@@ -97,6 +115,10 @@ export interface NuwaAttachment {
    * dash.js would have used, read from the original controller under the extension.
    */
   dashjsEstimateKbps(): number;
+  /** The content error that stopped the MPD (mpd.ts), or null. */
+  contentError(): NuwaContentError | null;
+  /** Real segment sizes known per representation id (SegmentList ranges, fetched sidx boxes): what the MPC plans with. */
+  segmentSizes: SegmentSizes;
   close(): void;
 }
 
@@ -143,6 +165,27 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
     histories.set(t, h);
     return h;
   };
+  // Real segment sizes (issue 19): SegmentList ranges from the MPD, SegmentBase sidx boxes fetched
+  // over the session once the MPD is in; the MPC reads the next segments' sizes from the media
+  // position after the last completed segment of each type.
+  const sizes = new SegmentSizes();
+  const next_start_s = new Map<string, number>();
+  let content_error: NuwaContentError | null = null;
+  const isTypeSupported =
+    o.isTypeSupported ?? (typeof MediaSource !== "undefined" && typeof MediaSource.isTypeSupported === "function" ? (t: string) => MediaSource.isTypeSupported(t) : undefined);
+  const loadIndexes = (text: string, url: string) => {
+    for (const ix of segmentIndexPlan(text, url)) {
+      if (ix.sizes) sizes.set(ix.rep_id, ix.sizes);
+      else if (ix.sidx && !sizes.has(ix.rep_id)) {
+        const { rep_id, sidx } = ix;
+        manager
+          .session()
+          .then((s) => s.request({ op: "get", path: new URL(sidx.url).pathname, range: sidx.range }))
+          .then((r) => sizes.set(rep_id, parseSidx(r.body ?? new Uint8Array(0))))
+          .catch(() => {}); // no sizes: the MPC keeps its nominal × measured ratio
+      }
+    }
+  };
   player.extend(
     "XHRLoader",
     makeNuwaLoader(() => manager.session(), {
@@ -150,6 +193,20 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         if (d.type !== "MediaSegment" || !d.media_type) return;
         const h = history(d.media_type);
         h.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: d.bitrate_kbps, segment_s: d.segment_s, predicted_kbps: h.next_predicted_kbps });
+        if (Number.isFinite(d.start_s) && Number.isFinite(d.segment_s)) next_start_s.set(d.media_type, d.start_s + d.segment_s);
+      },
+      onManifest: (text, url) => {
+        const err = checkMpd(text, { isTypeSupported });
+        if (err) {
+          if (!content_error) {
+            content_error = err;
+            o.onTelemetry?.({ type: "content_error", t_us: now_us(), feature: err.feature, message: err.message });
+            o.onContentError?.(err);
+          }
+          return err;
+        }
+        if (abr === "nuwa") loadIndexes(text, url); // only the MPC reads them: the dash.js baselines send nothing extra
+        return null;
       },
     }),
     false,
@@ -181,7 +238,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       (ctx) => SwitchRequest(ctx).create(),
       (t) => player.getDashMetrics().getCurrentBufferLevel(t) || 0,
       (decision) => o.onTelemetry?.({ type: "abr", t_us: now_us(), decision }),
-      abr === "nuwa" ? { history } : undefined,
+      abr === "nuwa" ? { history, segmentBytes: (t, rep, n) => (rep.id !== undefined && rep.id !== null ? sizes.upcomingBytes(String(rep.id), next_start_s.get(t) ?? 0, n) : null) } : undefined,
     );
     // Nuwa's rule decides alone: dash.js's own rules would override it at low buffer
     // (InsufficientBufferRule), undo switches (SwitchHistoryRule) or abandon segments
@@ -221,6 +278,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       const kbps = own_throughput.get ? own_throughput.get("video") : Number.NaN;
       return typeof kbps === "number" && kbps > 0 ? kbps : Number.NaN;
     },
+    contentError: () => content_error,
+    segmentSizes: sizes,
     close: () => {
       rl?.stop();
       manager.close();

@@ -282,6 +282,11 @@ describe("createNuwaPlayer events", () => {
     });
     expect(telemetryToPlayerEvent({ type: "rtt", t_us: 1, rtt_us: 5_000 }, 20)).toBeNull();
     expect(telemetryToPlayerEvent({ type: "error", t_us: 1, message: "x" }, 20)).toEqual({ type: "error", event: { t_us: 1, source: "session", message: "x" } });
+    // issue 19: content the glue refuses (mpd.ts) is an error event naming the feature
+    expect(telemetryToPlayerEvent({ type: "content_error", t_us: 4, feature: "live", message: "unsupported content: live" }, 20)).toEqual({
+      type: "error",
+      event: { t_us: 4, source: "content", message: "unsupported content: live", feature: "live" },
+    });
     expect(telemetryToPlayerEvent({ type: "session_closed", t_us: 2, reason: "stalled", failed_requests: 3 }, 20)).toEqual({ type: "session", event: { t_us: 2, state: "closed", reason: "stalled", failed_requests: 3 } });
     expect(telemetryToPlayerEvent({ type: "reconnect", t_us: 3, attempt: 2, delay_ms: 400, reason: "stalled" }, 20)).toEqual({ type: "session", event: { t_us: 3, state: "reconnecting", attempt: 2, delay_ms: 400, reason: "stalled" } });
   });

@@ -15,7 +15,7 @@ import { TypedEmitter, type Unsubscribe } from "../emitter.js";
 import type { NuwaSession, TelemetryEvent } from "../session.js";
 import type { TunerEvent } from "../tuner.js";
 import type { AbrDecision } from "./abr.js";
-import { type AttachOptions, attachNuwa, type DashjsLike, type DashPlayerLike, type NuwaAttachment, type Preset } from "./attach.js";
+import { type AttachOptions, attachNuwa, type ContentErrorEvent, type DashjsLike, type DashPlayerLike, type NuwaAttachment, type Preset } from "./attach.js";
 
 /** Everything a NuwaPlayer reports. Times `t_us` are performance.now() × 1000, µs (the session's clock). */
 export interface NuwaPlayerEvents {
@@ -56,8 +56,8 @@ export interface NuwaPlayerEvents {
     | { t_us: number; state: "open"; sessions: number }
     | { t_us: number; state: "closed"; reason: string; failed_requests: number }
     | { t_us: number; state: "reconnecting"; attempt: number; delay_ms: number; reason: string };
-  /** The session failed to open or reported an error, or dash.js raised ERROR. */
-  error: { t_us: number; source: "session" | "dashjs"; message: string };
+  /** The session failed to open or reported an error, dash.js raised ERROR, or the content uses a feature the glue refuses (`source: "content"`, `feature`: drm | live | codec; mpd.ts). */
+  error: { t_us: number; source: "session" | "dashjs" | "content"; message: string; feature?: string };
 }
 
 export type NuwaPlayerEventType = keyof NuwaPlayerEvents;
@@ -147,7 +147,7 @@ function resolveDashjs(mod: unknown): DashjsLike & { MediaPlayer: (() => { creat
  * @param target_delay_ms Td in force, ms (NaN when unknown)
  */
 export function telemetryToPlayerEvent(
-  e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision },
+  e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent,
   target_delay_ms: number,
 ): { [K in NuwaPlayerEventType]: { type: K; event: NuwaPlayerEvents[K] } }[NuwaPlayerEventType] | null {
   switch (e.type) {
@@ -175,6 +175,8 @@ export function telemetryToPlayerEvent(
       return { type: "abr", event: { t_us: e.t_us, decision: e.decision } };
     case "error":
       return { type: "error", event: { t_us: e.t_us, source: "session", message: e.message } };
+    case "content_error":
+      return { type: "error", event: { t_us: e.t_us, source: "content", message: e.message, feature: e.feature } };
     case "session_open":
       return { type: "session", event: { t_us: e.t_us, state: "open", sessions: e.sessions } };
     case "session_closed":
@@ -234,7 +236,7 @@ export function createNuwaPlayer<M extends DashjsModuleLike>(video: HTMLMediaEle
     onTelemetry: (e) => {
       options.onTelemetry?.(e);
       const out = telemetryToPlayerEvent(e, live()?.controller.config.target_delay_ms ?? Number.NaN);
-      if (out?.type === "error") session_error_reported = true;
+      if (out?.type === "error" && out.event.source === "session") session_error_reported = true;
       if (out) emitter.emit(out.type, out.event as never);
     },
     onDashjsEstimate: (kbps) => {

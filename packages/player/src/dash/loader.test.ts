@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type NuwaRequest, NuwaRequestError, type NuwaResponse, type RequestOptions, type ResponseHead } from "../session.js";
-import { type CommonMediaRequest, type CommonMediaResponse, failureStatus, fetchResumable, makeNuwaLoader, parseRangeHeader, type RequestSession } from "./loader.js";
+import { type CommonMediaRequest, type CommonMediaResponse, cmcdOf, failureStatus, fetchResumable, type LoadedRequest, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader, type RequestSession } from "./loader.js";
 
 type Handler = (req: NuwaRequest, o: RequestOptions) => Promise<NuwaResponse>;
 
@@ -72,7 +72,9 @@ describe("parseRangeHeader / failureStatus", () => {
   it("parses inclusive ranges and rejects the rest", () => {
     expect(parseRangeHeader("bytes=10-19")).toEqual([10, 19]);
     expect(parseRangeHeader("bytes=19-10")).toBeUndefined();
-    expect(parseRangeHeader("bytes=10-")).toBeUndefined();
+    expect(parseRangeHeader("bytes=10-")).toEqual([10, OPEN_RANGE_LAST]); // to the end (RFC 9110 §14.1.2)
+    expect(parseRangeHeader("bytes=-500")).toBeUndefined(); // suffix range
+    expect(parseRangeHeader("bytes=0-9,20-29")).toBeUndefined(); // several ranges
     expect(parseRangeHeader(undefined)).toBeUndefined();
   });
   it("maps http errors to their status and everything else to 0", () => {
@@ -298,5 +300,88 @@ describe("onComplete (issue 15: the ABR's realized segment throughput)", () => {
     expect(done).toHaveLength(1);
     expect(done[0]).toMatchObject({ bytes: 40, media_type: "video", type: "MediaSegment", bitrate_kbps: 2850, segment_s: 2 });
     expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("NuwaLoader: ranges, CMCD, the manifest check (issue 19)", () => {
+  type L = { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+  it("an open-ended Range asks the server for the rest of the file; the answer is 206 with those bytes", async () => {
+    const s = fakeSession([serve(BYTES, 8)]);
+    const loader = makeNuwaLoader(async () => s)() as L;
+    const { req, res, events } = dashRequest("https://h:1/v/one.mp4", { headers: { range: "bytes=30-" } });
+    loader.load(req, res);
+    await until(() => events.length > 0);
+    expect(s.calls[0]).toEqual({ op: "get", path: "/v/one.mp4", range: [30, OPEN_RANGE_LAST] });
+    expect(res.status).toBe(206);
+    expect([...new Uint8Array(res.data as ArrayBuffer)]).toEqual([...BYTES.slice(30)]);
+  });
+
+  it.each(["bytes=0-9,20-29", "bytes=-10", "bytes=9-1", "items=0-1"])("a Range it cannot carry (%s) fails with 416 and says why; nothing is fetched", async (range) => {
+    const s = fakeSession([serve(BYTES, 8)]);
+    const loader = makeNuwaLoader(async () => s)() as L;
+    const { req, res, events } = dashRequest("https://h:1/v/one.mp4", { headers: { Range: range } });
+    loader.load(req, res);
+    await until(() => events.length > 0);
+    expect(events).toEqual(["loadend"]);
+    expect(res.status).toBe(416);
+    expect(res.statusText).toContain("unsupported Range header");
+    expect(s.calls).toEqual([]);
+  });
+
+  it("CMCD: dash.js's query parameter or its CMCD-* headers travel as the request's cmcd; the path drops the query", async () => {
+    const s = fakeSession([serve(BYTES), serve(BYTES), serve(BYTES)]);
+    const loader = makeNuwaLoader(async () => s)() as L;
+    const q = dashRequest(`https://h:1/v/seg-1.m4s?CMCD=${encodeURIComponent('bl=21300,br=700,mtp=4800,ot=v,sid="s"')}`);
+    loader.load(q.req, q.res);
+    await until(() => q.events.length > 0);
+    const h = dashRequest("https://h:1/v/seg-2.m4s", { headers: { "CMCD-Object": "br=700,d=2000,ot=v", "CMCD-Request": "bl=21300,mtp=4800", "CMCD-Session": 'sid="s"' } });
+    loader.load(h.req, h.res);
+    await until(() => h.events.length > 0);
+    const none = dashRequest("https://h:1/v/seg-3.m4s?x=1");
+    loader.load(none.req, none.res);
+    await until(() => none.events.length > 0);
+    expect(s.calls).toEqual([
+      { op: "get", path: "/v/seg-1.m4s", cmcd: 'bl=21300,br=700,mtp=4800,ot=v,sid="s"' },
+      { op: "get", path: "/v/seg-2.m4s", cmcd: 'br=700,d=2000,ot=v,bl=21300,mtp=4800,sid="s"' },
+      { op: "get", path: "/v/seg-3.m4s" },
+    ]);
+    expect(cmcdOf(`https://h:1/a?CMCD=${"x".repeat(3000)}`)).toBeUndefined(); // too long to carry
+  });
+
+  it("onManifest: an MPD it refuses fails with its message, before dash.js sees the text; other requests pass", async () => {
+    const mpd = new TextEncoder().encode('<MPD type="dynamic"/>');
+    const s = fakeSession([serve(mpd, 64), serve(BYTES)]);
+    const seen: string[] = [];
+    const loader = makeNuwaLoader(async () => s, {
+      onManifest: (text) => {
+        seen.push(text);
+        return text.includes("dynamic") ? new Error("unsupported content: live") : null;
+      },
+    })() as L;
+    const m = dashRequest("https://h:1/manifest.mpd");
+    m.req.customData.request = { type: "MPD" };
+    loader.load(m.req, m.res);
+    await until(() => m.events.length > 0);
+    expect(m.events).toEqual(["loadend"]);
+    expect(m.res.status).toBe(0);
+    expect(m.res.statusText).toBe("unsupported content: live");
+    expect(m.res.data).toBeUndefined();
+    const seg = dashRequest("https://h:1/seg.m4s");
+    seg.req.customData.request = { type: "MediaSegment" };
+    loader.load(seg.req, seg.res);
+    await until(() => seg.events.length > 0);
+    expect(seg.res.status).toBe(200);
+    expect(seen).toEqual(['<MPD type="dynamic"/>']);
+  });
+
+  it("onComplete carries the segment's start and representation id (the MPC's real sizes look them up)", async () => {
+    const s = fakeSession([serve(BYTES)]);
+    const done: LoadedRequest[] = [];
+    const loader = makeNuwaLoader(async () => s, { onComplete: (d) => done.push(d) })() as L;
+    const r = dashRequest("https://h:1/v/one.mp4");
+    (r.req.customData as { request?: unknown }).request = { type: "MediaSegment", mediaType: "video", startTime: 4, duration: 2, bandwidth: 700_000, representation: { id: "1" } };
+    loader.load(r.req, r.res);
+    await until(() => r.events.length > 0);
+    expect(done[0]).toMatchObject({ start_s: 4, rep_id: "1", segment_s: 2, bitrate_kbps: 700, bytes: 40 });
   });
 });

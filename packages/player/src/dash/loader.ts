@@ -25,6 +25,14 @@
  * still missing with a range request, so a segment already half downloaded
  * is not fetched again; it gives up at the request's deadline and lets
  * dash.js retry.
+ *
+ * Byte ranges (issue 19): dash.js's `Range: bytes=first-last` (SegmentBase/SegmentList content,
+ * sidx) and `bytes=first-` go to the server as a `range`; any other Range (several ranges,
+ * a suffix `bytes=-N`) fails the request with 416 and says why, never the whole file
+ * silently. CMCD (CTA-5004), when the site turns it on in dash.js: the `CMCD=` query parameter
+ * or the `CMCD-*` headers dash.js put on the request travel as the request's `cmcd` field
+ * (docs/PROTOCOL.md "CMCD"); the server logs them. The MPD, before dash.js sees it, goes
+ * through `onManifest` (attach.ts: mpd.ts `checkMpd`), which can fail it with a named error.
  */
 import { NuwaRequestError, type NuwaResponse, type NuwaSession, type ResponseHead } from "../session.js";
 
@@ -69,6 +77,11 @@ export interface LoaderOptions {
    * (`customData.request`: mediaType, type "MediaSegment", bandwidth bit/s, duration s) when it carries them.
    */
   onComplete?: (done: LoadedRequest) => void;
+  /**
+   * Called with the MPD's text (dash.js request type "MPD") before dash.js gets it; an Error
+   * returned fails the request (status 0, the error's message as statusText) instead.
+   */
+  onManifest?: (text: string, url: string) => Error | null;
 }
 
 /** A completed request, as LoaderOptions.onComplete sees it. */
@@ -80,18 +93,58 @@ export interface LoadedRequest {
   type: string | null;
   bitrate_kbps: number;
   segment_s: number;
+  /** dash.js's segment start (request startTime, s), NaN when absent. */
+  start_s: number;
+  /** Representation@id of the request, null when absent. */
+  rep_id: string | null;
 }
 
 export const DEFAULT_LOADER_OPTIONS: Readonly<LoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
 
-/** Parse `bytes=first-last` into an inclusive range, or undefined. */
+/** `last` of an open-ended range (`bytes=first-`): the server clamps it to the end (PROTOCOL.md "Requests"). */
+export const OPEN_RANGE_LAST = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Parse `bytes=first-last` (or `bytes=first-`, to the end: RFC 9110 §14.1.2) into an inclusive
+ * range, or undefined (absent, several ranges, a suffix range, garbage, last < first).
+ */
 export function parseRangeHeader(value: string | undefined): [number, number] | undefined {
   if (!value) return undefined;
-  const m = /^bytes=(\d+)-(\d+)$/.exec(value.trim());
+  const m = /^bytes=(\d+)-(\d*)$/.exec(value.trim());
   if (!m) return undefined;
   const first = Number(m[1]);
-  const last = Number(m[2]);
-  return last >= first ? [first, last] : undefined;
+  const last = m[2] === "" ? OPEN_RANGE_LAST : Number(m[2]);
+  return Number.isSafeInteger(first) && Number.isSafeInteger(last) && last >= first ? [first, last] : undefined;
+}
+
+/** A request's header, case-insensitively. */
+function header(headers: Record<string, string> | undefined, name: string): string | undefined {
+  if (!headers) return undefined;
+  const n = name.toLowerCase();
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === n) return v;
+  return undefined;
+}
+
+/** The headers dash.js writes CMCD into in its header mode (CTA-5004 §2.2), in this order. */
+const CMCD_HEADERS = ["CMCD-Object", "CMCD-Request", "CMCD-Session", "CMCD-Status"] as const;
+/** Longest CMCD payload carried, characters (a request is at most 4096 bytes). */
+export const MAX_CMCD_CHARS = 2048;
+
+/**
+ * The CMCD payload (CTA-5004) dash.js attached to a request: the `CMCD` query parameter
+ * (query mode, decoded) or the `CMCD-*` headers joined by commas (header mode); undefined
+ * when there is none or it is longer than MAX_CMCD_CHARS.
+ */
+export function cmcdOf(url: string, headers?: Record<string, string>): string | undefined {
+  let q: string | null = null;
+  try {
+    q = new URL(url).searchParams.get("CMCD");
+  } catch {
+    q = null;
+  }
+  const parts = q ? [q] : CMCD_HEADERS.map((h) => header(headers, h)).filter((v): v is string => !!v);
+  const payload = parts.join(",");
+  return payload && payload.length <= MAX_CMCD_CHARS ? payload : undefined;
 }
 
 /**
@@ -143,6 +196,7 @@ export async function fetchResumable(
   signal: AbortSignal,
   max_resumes: number,
   onData: (loaded_bytes: number, total_bytes: number) => void,
+  cmcd?: string,
 ): Promise<{ head: ResponseHead; body: Uint8Array; resumes: number }> {
   const parts: Uint8Array[] = [];
   let loaded = 0;
@@ -161,7 +215,7 @@ export async function fetchResumable(
     const s = await untilAborted(session(), signal);
     let r: NuwaResponse;
     try {
-      r = await s.request(sub_range ? { op: "get", path, range: sub_range } : { op: "get", path }, {
+      r = await s.request({ op: "get", path, ...(sub_range ? { range: sub_range } : {}), ...(cmcd ? { cmcd } : {}) }, {
         signal,
         onData: (payload, _sub_loaded, h) => {
           if (!got.head) got.head = h;
@@ -232,7 +286,21 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         cd.onloadend?.();
       }, timeout_ms);
       const url = new URL(req.url);
-      const range = parseRangeHeader(req.headers?.Range ?? req.headers?.range);
+      const range_header = header(req.headers, "Range");
+      const range = parseRangeHeader(range_header);
+      if (range_header !== undefined && !range) {
+        // One range, `bytes=first-last` or `bytes=first-`, is what the protocol carries; never the whole file instead.
+        queueMicrotask(() => {
+          if (finished) return;
+          finish();
+          res.url = req.url;
+          res.status = 416;
+          res.statusText = `unsupported Range header ${JSON.stringify(range_header)}: Nuwa's loader asks for one range, bytes=first-last or bytes=first-`;
+          cd.onloadend?.();
+        });
+        return true;
+      }
+      const cmcd = cmcdOf(req.url, req.headers);
       // One progress event per chunk read: onData runs once per DATA frame, synchronously for
       // all frames of one reader.read() (session.ts), so a microtask queued at the burst's first
       // frame runs after its last one and before the next chunk is parsed.
@@ -247,16 +315,36 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         cd.onprogress?.({ loaded, total, lengthComputable: true, time: t_ms - last_event_ms });
         last_event_ms = t_ms;
       };
-      fetchResumable(session, url.pathname, range, ac.signal, o.max_resumes, (n, t) => {
-        loaded = n;
-        total = t;
-        if (!pending) {
-          pending = true;
-          queueMicrotask(emitProgress);
-        }
-      }).then(
+      const dr = (cd as { request?: { mediaType?: unknown; type?: unknown; bandwidth?: unknown; duration?: unknown; startTime?: unknown; representation?: { id?: unknown } | null } }).request;
+      fetchResumable(
+        session,
+        url.pathname,
+        range,
+        ac.signal,
+        o.max_resumes,
+        (n, t) => {
+          loaded = n;
+          total = t;
+          if (!pending) {
+            pending = true;
+            queueMicrotask(emitProgress);
+          }
+        },
+        cmcd,
+      ).then(
         (r) => {
           if (finished) return;
+          if (o.onManifest && dr?.type === "MPD" && r.head.status < 300) {
+            const err = o.onManifest(new TextDecoder().decode(r.body), req.url);
+            if (err) {
+              finish();
+              res.url = req.url;
+              res.status = 0;
+              res.statusText = err.message;
+              cd.onloadend?.();
+              return;
+            }
+          }
           finish();
           res.url = req.url;
           res.status = r.head.status;
@@ -270,7 +358,6 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
             emitted_bytes = r.body.length;
           }
           if (o.onComplete && r.head.status < 300) {
-            const dr = (cd as { request?: { mediaType?: unknown; type?: unknown; bandwidth?: unknown; duration?: unknown } }).request;
             o.onComplete({
               bytes: r.body.length,
               duration_ms: performance.now() - started_ms,
@@ -278,6 +365,8 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
               type: typeof dr?.type === "string" ? dr.type : null,
               bitrate_kbps: typeof dr?.bandwidth === "number" ? dr.bandwidth / 1000 : Number.NaN,
               segment_s: typeof dr?.duration === "number" ? dr.duration : Number.NaN,
+              start_s: typeof dr?.startTime === "number" ? dr.startTime : Number.NaN,
+              rep_id: dr?.representation?.id !== undefined && dr.representation.id !== null ? String(dr.representation.id) : null,
             });
           }
           cd.onloadend?.();

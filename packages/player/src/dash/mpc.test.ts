@@ -125,6 +125,30 @@ describe("robustThroughputKbps and MpcHistory", () => {
     expect(decideMpc(src, reps, 742, "delivery_rate", 1.9, h, { history: () => h }).rep.bitrateInKbit).toBe(8000);
   });
 
+  it("decideMpc: real sizes from the index (issue 19) replace nominal × ratio where known: a rung whose next segments are 3× its nominal size is not chosen", () => {
+    const h = new MpcHistory();
+    h.add({ bytes: 150_000, duration_s: 0.5, bitrate_kbps: 750, segment_s: 2, predicted_kbps: Number.NaN }); // past start-up
+    const src: EstimateSource = { controller: () => null, now_us: () => 0 };
+    const reps = [300, 750, 1200].map((k, i) => ({ id: String(i), bitrateInKbit: k, segmentDuration: 2 }));
+    const nominal = decideMpc(src, reps, 2000, "delivery_rate", 10, h, { history: () => h });
+    expect(nominal.rep.bitrateInKbit).toBe(1200); // nominal sizes: 1200 kbit/s fits about 2.7 Mbit/s
+    const asked: [string, string, number][] = [];
+    const real = decideMpc(src, reps, 2000, "delivery_rate", 10, h, {
+      history: () => h,
+      segmentBytes: (t, rep, n) => {
+        asked.push([t, String(rep.id), n]);
+        return rep.id === "2" ? (3 * 1200 * 1000 * 2) / 8 : null; // rung 2's next segments: 3× nominal (a complex scene)
+      },
+    });
+    expect(real.rep.bitrateInKbit).toBe(750);
+    expect(real.why).toContain("real sizes of 1/3 rungs from the index");
+    expect(asked).toEqual([
+      ["video", "0", 5],
+      ["video", "1", 5],
+      ["video", "2", 5],
+    ]);
+  });
+
   it("decideMpc: a delivery-rate basis after a measured busy period is still a capacity figure (share and error apply)", () => {
     const h = new MpcHistory();
     const controller = { minRttSampleUs: 50_000, estimate: () => ({ busy_rate_bps: 18e6 }) };

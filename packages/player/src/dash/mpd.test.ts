@@ -1,0 +1,98 @@
+// @vitest-environment happy-dom
+/**
+ * The MPD glue (mpd.ts, issue 19 item 2): hand-made MPDs using each feature the glue refuses
+ * (DRM, live, a codec the browser lacks) give a NuwaContentError naming it; the segment-size
+ * sources of SegmentList and SegmentBase content; a real sidx box from ffmpeg's output
+ * (lab/nuwa_lab/dashgen/layouts.py `segmentbase`, rendition 1).
+ */
+import { describe, expect, it } from "vitest";
+import { checkMpd, NuwaContentError, parseSidx, SegmentSizes, segmentIndexPlan } from "./mpd.js";
+
+const mpd = (body: string, attrs = 'type="static"') =>
+  `<?xml version="1.0"?><MPD xmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:cenc="urn:mpeg:cenc:2013" ${attrs} mediaPresentationDuration="PT8S"><Period id="0">${body}</Period></MPD>`;
+const VIDEO = `<AdaptationSet contentType="video" mimeType="video/mp4"><Representation id="v0" codecs="avc1.42c00d" bandwidth="250000"><SegmentTemplate media="v-$Number$.m4s" initialization="v-init.m4s" duration="2" /></Representation></AdaptationSet>`;
+const AUDIO = `<AdaptationSet contentType="audio" mimeType="audio/mp4"><Representation id="a0" codecs="mp4a.40.2" bandwidth="64000"><SegmentTemplate media="a-$Number$.m4s" initialization="a-init.m4s" duration="2" /></Representation></AdaptationSet>`;
+const chromium = (t: string) => /avc1|mp4a/.test(t);
+
+describe("checkMpd: unsupported features end in a named error", () => {
+  it("accepts plain VOD", () => {
+    expect(checkMpd(mpd(VIDEO + AUDIO), { isTypeSupported: chromium })).toBeNull();
+  });
+
+  it("DRM: any ContentProtection (here Widevine in the cenc namespace) → feature drm, scheme named", () => {
+    const drm = mpd(VIDEO.replace("<Representation", '<ContentProtection schemeIdUri="urn:mpeg:dash:mp4protection:2011" value="cenc" cenc:default_KID="1-2"/><ContentProtection schemeIdUri="urn:uuid:edef8ba9-79d6-4ace-a3c8-27dcd51d21ed"/><Representation') + AUDIO);
+    const e = checkMpd(drm);
+    expect(e).toBeInstanceOf(NuwaContentError);
+    expect(e?.feature).toBe("drm");
+    expect(e?.message).toMatch(/^unsupported content: DRM \(ContentProtection\): 2 ContentProtection element\(s\), scheme urn:mpeg:dash:mp4protection:2011, urn:uuid:edef8ba9/);
+  });
+
+  it('live: type="dynamic" → feature live', () => {
+    const e = checkMpd(mpd(VIDEO, 'type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z"'));
+    expect(e?.feature).toBe("live");
+    expect(e?.message).toContain('live content (MPD type="dynamic")');
+  });
+
+  it("codec: no video representation the browser decodes → feature codec, codecs listed; one decodable is enough", () => {
+    const hevc = VIDEO.replace("avc1.42c00d", "hvc1.1.6.L93.B0");
+    const e = checkMpd(mpd(hevc + AUDIO), { isTypeSupported: chromium });
+    expect(e?.feature).toBe("codec");
+    expect(e?.message).toContain('no video representation this browser decodes (video/mp4; codecs="hvc1.1.6.L93.B0")');
+    const both = hevc.replace("</AdaptationSet>", '<Representation id="v1" codecs="avc1.42c01e" bandwidth="700000"/></AdaptationSet>');
+    expect(checkMpd(mpd(both + AUDIO), { isTypeSupported: chromium })).toBeNull();
+    expect(checkMpd(mpd(hevc + AUDIO))).toBeNull(); // no isTypeSupported: codecs not checked
+    const ac4 = AUDIO.replace("mp4a.40.2", "ac-4.02.01.01");
+    expect(checkMpd(mpd(VIDEO + ac4), { isTypeSupported: chromium })?.message).toContain("no audio representation");
+  });
+
+  it("not an MPD: no verdict (dash.js reports its own parse error)", () => {
+    expect(checkMpd("<html>nope</html>")).toBeNull();
+    expect(checkMpd("not xml <")).toBeNull();
+  });
+});
+
+describe("segment sizes: SegmentList, SegmentBase and the sidx", () => {
+  const list = mpd(
+    `<AdaptationSet contentType="video" mimeType="video/mp4"><Representation id="0" codecs="avc1" bandwidth="250000"><BaseURL>manifest-stream0.mp4</BaseURL><SegmentList timescale="1000000" duration="2000000"><Initialization range="0-826"/><SegmentURL mediaRange="827-56089"/><SegmentURL mediaRange="56090-112370"/></SegmentList></Representation></AdaptationSet>` +
+      `<AdaptationSet contentType="video" mimeType="video/mp4"><BaseURL>media/</BaseURL><Representation id="1" codecs="avc1" bandwidth="700000"><BaseURL>manifest-stream1.mp4</BaseURL><SegmentBase indexRange="833-920"><Initialization range="0-832"/></SegmentBase></Representation></AdaptationSet>` +
+      VIDEO,
+  );
+
+  it("SegmentList: sizes from mediaRange; SegmentBase: the sidx range to fetch, BaseURLs resolved; SegmentTemplate: nothing", () => {
+    const plan = segmentIndexPlan(list, "https://h:1/content/manifest.mpd");
+    expect(plan).toEqual([
+      {
+        rep_id: "0",
+        content_type: "video",
+        sizes: [
+          { start_s: 0, duration_s: 2, bytes: 56089 - 827 + 1 },
+          { start_s: 2, duration_s: 2, bytes: 112370 - 56090 + 1 },
+        ],
+        sidx: null,
+      },
+      { rep_id: "1", content_type: "video", sizes: null, sidx: { url: "https://h:1/content/media/manifest-stream1.mp4", range: [833, 920] } },
+    ]);
+  });
+
+  // ffmpeg 5.1 `-single_file 1 -global_sidx 1`, 640x360 rendition: a version-1 sidx, 4 references of 2 s.
+  const SIDX_HEX =
+    "000000587369647801000000000000010000300000000000000000000000000000000000000000040002ee9500006000800000000002e032000060008000000000029efc00006000800000000002be970000600080000000";
+  const sidx = Uint8Array.from(SIDX_HEX.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+
+  it("parseSidx reads referenced sizes and durations (timescale 12288), also after other boxes", () => {
+    const want = [192149, 188466, 171772, 179863].map((bytes, i) => ({ start_s: 2 * i, duration_s: 2, bytes }));
+    expect(parseSidx(sidx)).toEqual(want);
+    const free = Uint8Array.from([0, 0, 0, 12, 0x66, 0x72, 0x65, 0x65, 1, 2, 3, 4]); // a 12-byte 'free' box first
+    expect(parseSidx(Uint8Array.from([...free, ...sidx]))).toEqual(want);
+    expect(() => parseSidx(sidx.slice(0, 60))).toThrow(/no complete sidx/);
+  });
+
+  it("SegmentSizes: mean bytes of the next n segments from a media time; null when unknown", () => {
+    const s = new SegmentSizes();
+    s.set("1", parseSidx(sidx));
+    expect(s.upcomingBytes("1", 0, 2)).toBe((192149 + 188466) / 2);
+    expect(s.upcomingBytes("1", 4.01, 5)).toBe((171772 + 179863) / 2); // from the segment starting at 4 s
+    expect(s.upcomingBytes("1", 9, 2)).toBeNull();
+    expect(s.upcomingBytes("0", 0, 2)).toBeNull();
+  });
+});
