@@ -326,8 +326,8 @@ def test_pacer_releases_at_its_rate_however_often_it_is_asked() -> None:
 
 def test_pacer_paces_bytes_not_packets() -> None:
     """Packets smaller than SMSS are charged their size (the draft's packet.size /
-    pacing_rate), and ACK-only packets nothing: charging SMSS for each 1270-byte packet (of 1350) paced
-    at 0.94 × the rate."""
+    pacing_rate), and ACK-only packets nothing: charging SMSS for each 1270-byte packet (of
+    1350) paced at 0.94 × the rate."""
     rate = 1.25e6
     recovery, pacer = _paced(rate)
     space = QuicPacketSpace()
