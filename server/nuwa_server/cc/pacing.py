@@ -23,6 +23,9 @@ from aioquic.quic.recovery import (
     QuicPacketSpace,
 )
 
+#: Sending time the pacer may catch up after a late wake-up, s (see ControllerPacer._sync).
+WAKEUP_CREDIT_S = 0.005
+
 #: Bucket shortfall (s) still counted as a whole packet's time: timers fire at the time asked
 #: for, and the sum of float intervals may fall a few ns short of it.
 _BUCKET_TOLERANCE_S = 1e-7
@@ -61,7 +64,12 @@ class ControllerPacer(QuicPacketPacer):
             return
         # one packet's time at the rate, clamped as aioquic clamps it
         self.packet_time = max(K_MICRO_SECOND, min(self._max_datagram_size / rate, K_SECOND))
-        self.bucket_max = max(quantum, self._max_datagram_size) / rate
+        # The bucket holds one send quantum (draft: BBRSetSendQuantum) or the credit of a late
+        # wake-up, whichever is larger: the server's pacer is woken by asyncio timers that fire
+        # at whole ms and then some, and a 2-SMSS bucket (2.2 ms at 10 Mbit/s) lost the credit
+        # of every late wake (0.84 of a constant link end to end). A burst is still at most
+        # WAKEUP_CREDIT_S of the pacing rate (5 ms: 6 kB at 10 Mbit/s).
+        self.bucket_max = max(quantum, self._max_datagram_size, rate * WAKEUP_CREDIT_S) / rate
         if self.bucket_time > self.bucket_max:
             self.bucket_time = self.bucket_max
 
