@@ -383,15 +383,14 @@ class QuicFrameTransport:
         return int(self._quic._loss.congestion_window)
 
     def pacer_wait(self) -> float | None:
-        """aioquic's pacer (RFC 9002 §7.7): a packet may leave while its bucket > 0."""
+        """The connection's pacer (RFC 9002 §7.7), asked as aioquic asks it before each packet
+        (``next_send_time``): aioquic's own lets a packet go while its bucket > 0; BBR's
+        (:class:`.cc.pacing.ControllerPacer`) only with a whole packet's time in the bucket.
+        Asking the pacer itself keeps the two in step: a frame this loop lets through is one
+        aioquic sends now, so its stamp is its departure."""
         pacer = self._quic._loss._pacer
-        if pacer.packet_time is None:
-            return None
-        loop_now = self._protocol._loop.time()
-        pacer.update_bucket(now=loop_now)
-        if pacer.bucket_time <= 0:
-            return float(loop_now + pacer.packet_time)
-        return None
+        wake = pacer.next_send_time(now=self._protocol._loop.time())
+        return None if wake is None else float(wake)
 
     def window_limited(self) -> None:
         """Tell the Cubic ceiling its window is in use (:mod:`.ceiling`); other cc: nothing."""
