@@ -183,11 +183,16 @@ def _steps(agent: PbqAgent, sim: Bottleneck, n: int) -> list[bool]:
     return out
 
 
-def test_a_valid_model_sets_the_window_every_interval() -> None:
-    agent, cc, sim = _agent(DATA / "pbq-linear.onnx")
-    assert all(_steps(agent, sim, 20))
-    assert cc.agent_active and cc.decisions == 20 and cc.agent_cwnd_bytes is not None
-    assert len(agent.inference_s) == 20 and max(agent.inference_s) < 0.020
+def test_a_valid_model_sets_the_window_every_interval(caplog: pytest.LogCaptureFixture) -> None:
+    """Every step a decision; every 100 decisions one INFO line with the inference times."""
+    caplog.set_level(logging.INFO, logger="nuwa.pbq")
+    agent, cc, sim = _agent(DATA / "pbq-linear.onnx", label="c1")
+    assert all(_steps(agent, sim, 100))
+    assert cc.agent_active and cc.decisions == 100 and cc.agent_cwnd_bytes is not None
+    assert len(agent.inference_s) == 100 and max(agent.inference_s) < 0.020
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1
+    assert lines[0].startswith("pbq c1: 100 decisions, inference over the last 100: p50 ")
 
 
 @pytest.mark.parametrize(("model", "why"), [
@@ -254,3 +259,21 @@ def test_an_inference_that_raises_or_is_slow_falls_back(
     assert _steps(agent, sim, 2) == [True, False]
     assert cc.fallback_reason == "inference took 25.0 ms > 20 ms"
     assert len(caplog.records) == 2
+
+
+def test_the_agent_task_steps_every_100_ms_until_cancelled() -> None:
+    """PbqAgent.run: one decision per 100 ms of the loop's clock, off the packet path."""
+    import asyncio
+
+    windows: list[int] = []
+
+    async def main() -> int:
+        agent, cc, _ = _agent(DATA / "pbq-linear.onnx")
+        agent.on_window = lambda: windows.append(cc.congestion_window)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(agent.run(loop.time))
+        await asyncio.sleep(0.35)
+        task.cancel()
+        return cc.decisions
+
+    assert asyncio.run(main()) == 3 and len(windows) == 3

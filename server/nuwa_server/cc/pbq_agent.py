@@ -34,6 +34,8 @@ DEFAULT_MODEL_PATH = Path(__file__).resolve().parents[3] / "models" / "pbq.onnx"
 product has no such file unless ``--pbq-model`` names one."""
 MAX_INFERENCE_S = 0.020
 """An inference slower than this falls back to BBR (docs/PBQ.md; the decision target is < 1 ms)."""
+REPORT_EVERY = 100
+"""Every this many decisions (10 s) a connection logs its inference times (INFO)."""
 INPUT_NAME = "state"
 """The model's input: ``[batch, STATE_SIZE]`` float32; its first output is the action
 ``[batch, 1]`` in [−1, 1]."""
@@ -161,14 +163,22 @@ class PbqAgent:
             del self.inference_s[:500]
         self.inference_s.append(took_s)
         cc.apply_action(action, now)
+        if cc.decisions % REPORT_EVERY == 0:
+            last = sorted(self.inference_s[-REPORT_EVERY:])
+            log.info("pbq%s: %d decisions, inference over the last %d: p50 %.3f ms, p99 %.3f ms, "
+                     "max %.3f ms; cwnd %d B", self._where(), cc.decisions, len(last),
+                     1000 * last[len(last) // 2], 1000 * last[int(0.99 * (len(last) - 1))],
+                     1000 * last[-1], cc.congestion_window)
         if self.on_window is not None:
             self.on_window()
         return True
 
+    def _where(self) -> str:
+        return f" {self.label}" if self.label else ""
+
     def _fall_back(self, reason: str) -> None:
         self.cc.fall_back(reason)
-        where = f" {self.label}" if self.label else ""
-        log.warning("pbq%s: falling back to BBR: %s", where, reason)
+        log.warning("pbq%s: falling back to BBR: %s", self._where(), reason)
 
     async def run(self, loop_time: Callable[[], float]) -> None:
         """Call :meth:`step` every :data:`.pbq.INTERVAL_S` (``loop_time``: the clock aioquic
