@@ -8,7 +8,7 @@ the training figures), ``models/pbq.fixtures.json`` (states → SB3's determinis
 replayed by ``models/tests/test_pbq_parity.py`` under onnxruntime) and
 ``models/report/pbq-eval.json`` (held-out traces and the random-loss links, PBQ vs BBR).
 
-Usage: python -m pbq_rl.train [--epochs N] [--seed S] [--n-envs E] [--out DIR] [--no-eval]
+Usage: python -m pbq_rl.train [--epochs N] [--seed S] [--n-envs E] [--out DIR] [--no-eval] [--save-at 50,100]
 """
 
 from __future__ import annotations
@@ -106,8 +106,9 @@ def make_fixtures(model: Any, path: Path, states: np.ndarray) -> dict[str, Any]:
             "max_diff_at_export": worst}
 
 
-def train(epochs: int, seed: int, n_envs: int) -> tuple[Any, dict[str, Any]]:
-    """PPO over :class:`.env.PbqEnv` (training traces), ``epochs`` × :data:`EPOCH_STEPS`."""
+def train(epochs: int, seed: int, n_envs: int, save_at: tuple[int, ...] = ()) -> tuple[Any, dict[str, Any]]:
+    """PPO over :class:`.env.PbqEnv` (training traces), ``epochs`` × :data:`EPOCH_STEPS`; the SB3
+    model is also saved after each epoch of ``save_at`` (``out/rl/pbq-sb3-e{N}.zip``)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -125,6 +126,12 @@ def train(epochs: int, seed: int, n_envs: int) -> tuple[Any, dict[str, Any]]:
                     curve.append((self.num_timesteps, sums[i] / EPISODE_STEPS))
                     sums[i] = 0.0
             return True
+
+        def _on_rollout_end(self) -> None:
+            # a rollout ends before its update: after rollout k the policy has had k − 1 updates
+            epoch = self.num_timesteps // EPOCH_STEPS - 1
+            if epoch in save_at:
+                self.model.save(str(REPO_ROOT / "out" / "rl" / f"pbq-sb3-e{epoch}.zip"))
 
     vec_cls = SubprocVecEnv if n_envs > 1 else DummyVecEnv
     vec = make_vec_env(PbqEnv, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls)
@@ -151,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-envs", type=int, default=2, help="environments (subprocesses)")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "models")
     ap.add_argument("--no-eval", action="store_true")
+    ap.add_argument("--save-at", default="", help="also save the SB3 model after these epochs (comma list)")
     a = ap.parse_args(argv)
     out: Path = a.out
     out.mkdir(parents=True, exist_ok=True)
@@ -158,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     commit = _git("rev-parse", "HEAD")
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "server/nuwa_server/cc",
                       "models/pbq_rl", "lab/nuwa_lab/sendersim"))
-    model, info = train(a.epochs, a.seed, a.n_envs)
+    save_at = tuple(int(x) for x in a.save_at.split(",") if x)
+    model, info = train(a.epochs, a.seed, a.n_envs, save_at)
     model.save(str(REPO_ROOT / "out" / "rl" / "pbq-sb3.zip"))
     train_traces, held = split_traces()
     meta = {"name": "pbq", "state_version": STATE_VERSION, "input_size": str(STATE_SIZE),
