@@ -5,7 +5,7 @@ metadata and parity fixtures, evaluate it against BBR in the simulator.
 environments in subprocesses, one per core) and writes ``models/pbq.onnx`` (metadata inside:
 state version, input size, training command, git commit), ``models/pbq.json`` (the same and
 the training figures), ``models/pbq.fixtures.json`` (states → SB3's deterministic actions,
-replayed by ``models/tests/test_pbq_parity.py`` under onnxruntime) and
+replayed by ``models/tests/test_pbq_training.py`` under onnxruntime) and
 ``models/report/pbq-eval.json`` (held-out traces and the random-loss links, PBQ vs BBR).
 
 Usage: python -m pbq_rl.train [--epochs N] [--seed S] [--n-envs E] [--out DIR] [--no-eval] [--save-at 50,100]
