@@ -33,6 +33,7 @@ from aioquic.quic.packet_builder import QuicSentPacket
 
 from .bbr import BbrCongestionControl
 from .bbr_model import INF, MIN_PIPE_CWND_PACKETS, BbrState
+from .rate_sample import RateSample
 
 PBQ_CC_NAME = "pbq"
 """aioquic congestion-control name of :class:`PbqCongestionControl`."""
@@ -299,7 +300,7 @@ class PbqCongestionControl(BbrCongestionControl):
             cwnd = min(cwnd, self._probe_rtt_cwnd())
         self.congestion_window = int(max(cwnd, float(self._min_pipe_cwnd())))
 
-    def _set_cwnd(self, rs: Any) -> None:
+    def _set_cwnd(self, rs: RateSample) -> None:
         """BBRSetCwnd while no agent holds the window; the agent's window (with ProbeRTT's
         cap) once one does."""
         if self._agent_controls():
