@@ -29,7 +29,8 @@ from .pbq import INTERVAL_S, STATE_SIZE, STATE_VERSION, PbqCongestionControl
 
 log = logging.getLogger("nuwa.pbq")
 
-DEFAULT_MODEL_PATH = Path(__file__).resolve().parents[3] / "models" / "pbq.onnx"
+_HERE = Path(__file__).resolve().parents  # checkout: server/nuwa_server/cc → the repository
+DEFAULT_MODEL_PATH = _HERE[min(3, len(_HERE) - 1)] / "models" / "pbq.onnx"
 """The shipped model in a checkout (``./nuwa train --agent pbq`` writes it); an installed
 product has no such file unless ``--pbq-model`` names one."""
 MAX_INFERENCE_S = 0.020
