@@ -1,13 +1,16 @@
 /**
- * The server's BBR (server/nuwa_server/cc/bbr.py, draft-ietf-ccwg-bbr) end to end: aioquic
+ * The server's BBR (server/nuwa_server/cc/bbr.py, draft-ietf-ccwg-bbr) and PBQ (cc/pbq.py: BBR's
+ * pacing, the PPO agent of models/pbq.onnx setting the window every 100 ms) end to end: aioquic
  * server with `--cc bbr` → emulator on a constant 10 Mbit/s trace (25 ms each way, so a base
  * RTT of 50 ms; 1000-packet drop-tail) → headless Chromium downloading for 25 s. A faithful BBR
  * fills the link with a bounded queue: its cwnd is 2 BDP and it paces at the measured rate, so
  * the queue it keeps is at most about one BDP, against Cubic's full 1000-packet buffer. Figures from the emulator's log (bulk_metrics.py).
  */
+import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type BulkResult, describeBulk, runBulk } from "./src/bulk.js";
 import { constantTrace } from "./src/constant-trace.js";
+import { REPO_ROOT } from "./src/procs.js";
 import { onValidEmulator } from "./src/valid-run.js";
 
 const DURATION_S = Number(process.env.NUWA_E2E_DURATION_S ?? 25);
@@ -37,5 +40,36 @@ describe("BBR as the server's sender on a constant 10 Mbit/s link", () => {
   it("fills the link (utilization ≥ 0.9) with p95 queuing delay ≤ two base RTTs", () => {
     expect(bbr.utilization).toBeGreaterThanOrEqual(0.9);
     expect(bbr.queuing_delay_ms.p95).toBeLessThanOrEqual(2 * BASE_RTT_MS);
+  });
+});
+
+// PBQ: one short run (CI time). The agent must act (its report line after 100 decisions, 10 s)
+// and never fall back to plain BBR; the bounds are BBR's own above, as the agent is trained
+// against the delay constraint of docs/PBQ.md (RTT ≤ 1.25 min RTT) and the 2-BDP window clamp.
+const PBQ_DURATION_S = Number(process.env.NUWA_E2E_DURATION_S ?? 15);
+const PBQ_OUT = "out/e2e/bulk-pbq";
+
+describe("PBQ as the server's sender on a constant 10 Mbit/s link", () => {
+  let pbq: BulkResult;
+  let serverLog: string;
+
+  beforeAll(async () => {
+    pbq = await onValidEmulator("bulk pbq", () => runBulk({ trace: constantTrace(10), scheme: "pbq", duration_s: PBQ_DURATION_S, out_dir: PBQ_OUT }));
+    serverLog = readFileSync(`${REPO_ROOT}${PBQ_OUT}/server.stderr`, "utf8");
+    console.log(describeBulk(pbq));
+    console.log(serverLog.split("\n").filter((l) => l.includes("pbq")).join("\n"));
+  });
+
+  it("ran on a valid emulator and the agent set the window (no fallback to BBR)", () => {
+    expect(pbq.emulator.valid, `emulator lateness ${JSON.stringify(pbq.emulator.lateness_ms)}`).toBe(true);
+    expect(pbq.page.frames).toBeGreaterThan(500);
+    expect(pbq.page.error).toBeNull();
+    expect(serverLog).not.toContain("falling back to BBR");
+    expect(serverLog).toMatch(/pbq connection \d+: 100 decisions, inference/);
+  });
+
+  it("fills the link (utilization ≥ 0.9) with p95 queuing delay ≤ two base RTTs", () => {
+    expect(pbq.utilization).toBeGreaterThanOrEqual(0.9);
+    expect(pbq.queuing_delay_ms.p95).toBeLessThanOrEqual(2 * BASE_RTT_MS);
   });
 });

@@ -20,11 +20,12 @@ const execFileP = promisify(execFile);
  * `nuwa_raw`: `nuwa` as it was before the backlog signal became the default (`qd_source: "raw"` over `cc`).
  * `bbr`: the server's BBR (draft-ietf-ccwg-bbr, server/nuwa_server/cc/bbr.py), grants ignored, like `cubic`.
  * `nuwa_bbr`: `nuwa` with BBR instead of Cubic as the ceiling under the grants (server `--ceiling bbr`).
+ * `pbq`: the server's PBQ (BBR's pacing, the PPO agent's window every 100 ms; server/nuwa_server/cc/pbq.py, docs/PBQ.md), grants ignored.
  */
-export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_raw" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "oracle";
+export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_raw" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "pbq" | "oracle";
 
 /** The server's `--cc` mode of a bulk scheme. */
-function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "bbr" | "oracle" {
+function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "bbr" | "pbq" | "oracle" {
   return scheme === "nuwa_adaptive" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
 }
 

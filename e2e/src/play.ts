@@ -23,7 +23,8 @@ const execFileP = promisify(execFile);
  * `dashjs_nuwa_estimate`: dash.js's rules fed Nuwa's estimate (ThroughputController), grants;
  * `nuwa`: Nuwa's ABR (MPC, packages/player/src/dash/mpc.ts) on Nuwa's estimate, grants;
  * `nuwa_cubic`: Nuwa's ABR rule on Nuwa's estimate (observing) over the server's cubic, no grants.
- * Outside the ladder, `dashjs_bbr`: `dashjs` over the server's BBR (server/nuwa_server/cc/bbr.py) instead of cubic.
+ * Outside the ladder, `dashjs_bbr`: `dashjs` over the server's BBR (server/nuwa_server/cc/bbr.py) instead of cubic;
+ * `dashjs_pbq`: `dashjs` over the server's PBQ (server/nuwa_server/cc/pbq.py, docs/PBQ.md).
  */
 export const PLAY_LADDER = ["dashjs", "dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"] as const;
 /** Old names, still accepted: `cubic` = `dashjs`, `observe` = `nuwa_cubic`. */
@@ -37,14 +38,14 @@ export const PLAY_ALIASES = { cubic: "dashjs", observe: "nuwa_cubic" } as const;
  */
 export const HLS_SCHEMES = ["hlsjs", "hlsjs_nuwa_estimate", "hlsjs_nuwa"] as const;
 /** Schemes that run a ladder scheme's page over another server controller: scheme → [page scheme, server cc]. */
-export const PLAY_OVER_CC = { dashjs_bbr: ["dashjs", "bbr"] } as const;
+export const PLAY_OVER_CC = { dashjs_bbr: ["dashjs", "bbr"], dashjs_pbq: ["dashjs", "pbq"] } as const;
 export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof typeof PLAY_ALIASES | keyof typeof PLAY_OVER_CC | (typeof HLS_SCHEMES)[number] | (typeof SHAKA_SCHEMES)[number];
 /** The players `./nuwa play --player` drives (dash.js the default). */
 export const PLAYERS = ["dashjs", "hlsjs", "shaka"] as const;
 export type PlayPlayer = (typeof PLAYERS)[number];
 /** Outside the ladder: `nuwa_rule`, the earlier Nuwa rule (estimate × safety factor) with grants, for comparison. */
 export const PLAY_EXTRA = ["nuwa_rule"] as const;
-export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr"];
+export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr", "dashjs_pbq"];
 /**
  * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
  * estimate, only the networking replaced by the Nuwa scheme plugin, over the server's cubic),

@@ -66,7 +66,7 @@ export function startWithReady(cmd: string, args: string[], stderr_path: string,
 
 export interface LinkSetup {
   /** Server congestion control mode (`oracle`: window from the emulator's capacity reports, issue 5). */
-  cc: "nuwa" | "cubic" | "reno" | "bbr" | "oracle";
+  cc: "nuwa" | "cubic" | "reno" | "bbr" | "pbq" | "oracle";
   /** cc nuwa: the loss-based controller under the grants (server `--ceiling`; default cubic). */
   ceiling?: "cubic" | "bbr";
   content_root: string;

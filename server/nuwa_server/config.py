@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 
 from .cc.bbr import BBR_CC_NAME
+from .cc.pbq import PBQ_CC_NAME
 from .ceiling import CEILING_NAME
 from .grants import GrantConfig
 from .oracle_sender import ORACLE_CC_NAME
@@ -23,7 +24,7 @@ PACKET_OVERHEAD_BYTES = 50
 (16), STREAM frame header (≤ 1+8+8+2 in practice ≤ 13); rounded up
 (RFC 9000 §17.3, §19.8). Used to check that a frame fits the window."""
 
-CC_MODES = ("nuwa", "cubic", "reno", "bbr", "oracle")
+CC_MODES = ("nuwa", "cubic", "reno", "bbr", "pbq", "oracle")
 
 CEILINGS = ("cubic", "bbr")
 """Loss-based ceilings under Nuwa's grants (``--ceiling``): the Cubic ceiling of
@@ -52,7 +53,8 @@ class SessionConfig:
     Attributes:
         cc: ``nuwa`` (QUIC cc cubic as the ceiling, grants obeyed), ``cubic`` or
             ``reno`` (aioquic's own cc; grants parsed and logged, ignored), ``bbr``
-            (:mod:`.cc.bbr`, draft-ietf-ccwg-bbr; grants ignored),
+            (:mod:`.cc.bbr`, draft-ietf-ccwg-bbr; grants ignored), ``pbq`` (:mod:`.cc.pbq`:
+            BBR's pacing, the PBQ agent's window every 100 ms; grants ignored),
             ``oracle`` (cubic ceiling; grants give only the bytes received, the
             window comes from the emulator's capacity oracle, see
             :meth:`ServerContext.on_oracle_report`).
@@ -64,6 +66,8 @@ class SessionConfig:
         max_datagram_bytes: QUIC max UDP payload the server sends, bytes.
         grant_timeout_us: no-grant time before the fallback, µs.
         initial_window_bytes: grant window before the first grant, bytes.
+        pbq_model: the PBQ agent's ONNX file (``pbq`` mode); None: the checkout's
+            ``models/pbq.onnx`` (:data:`.cc.pbq_agent.DEFAULT_MODEL_PATH`).
     """
 
     cc: str = "nuwa"
@@ -74,6 +78,7 @@ class SessionConfig:
     max_datagram_bytes: int = 1350
     grant_timeout_us: int = 1_000_000
     initial_window_bytes: int = 12000
+    pbq_model: str | None = None
 
     def validate(self) -> SessionConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -108,6 +113,8 @@ class SessionConfig:
             return ORACLE_CC_NAME
         if self.cc == "nuwa":
             return BBR_CC_NAME if self.ceiling == "bbr" else CEILING_NAME
+        if self.cc == "pbq":
+            return PBQ_CC_NAME
         return BBR_CC_NAME if self.cc == "bbr" else self.cc
 
     def grant_config(self) -> GrantConfig:

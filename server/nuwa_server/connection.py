@@ -17,9 +17,11 @@ every timer (docs/DESIGN.md §8 "aioquic").
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol, QuicStreamHandler
@@ -42,6 +44,8 @@ from aioquic.quic.events import (
 )
 
 from .cc.pacing import install_controller_pacer
+from .cc.pbq import PbqCongestionControl
+from .cc.pbq_agent import PbqAgent, load_policy
 from .ceiling import NuwaCeilingCongestionControl
 from .config import (
     GRANT_FLOOD_CLOSE_CODE,
@@ -98,6 +102,17 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._pumping = False
         self._frames = QuicFrameTransport(self)
         install_controller_pacer(quic._loss)  # BBR: its own pacing rate drives the pacer
+        self._pbq_task: asyncio.Task[None] | None = None
+        cc = quic._loss._cc
+        if isinstance(cc, PbqCongestionControl):
+            # docs/PBQ.md: the agent runs every 100 ms off the packet path, one task per connection
+            model = Path(self._config.pbq_model) if self._config.pbq_model else None
+            self.pbq_agent: PbqAgent | None = PbqAgent(
+                cc, load_policy(model), on_window=self.transmit,
+                label=f"connection {self._conn_index}")
+            self._pbq_task = self._loop.create_task(self.pbq_agent.run(self._loop.time))
+        else:
+            self.pbq_agent = None
         self._flood = FloodGuard()
         """Datagrams of all this connection's sessions together (issue 13: opening more
         sessions must not multiply a connection's grant budget)."""
@@ -124,6 +139,8 @@ class NuwaProtocol(QuicConnectionProtocol):
                 session.close(f"connection_terminated:{event.error_code}:{event.reason_phrase}")
             self._sessions.clear()
             self._cancel_wake()
+            if self._pbq_task is not None:
+                self._pbq_task.cancel()
             if self in self._context.protocols:
                 self._context.protocols.remove(self)
         if self._h3 is not None:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m nuwa_server.server --host :: --port 4433 --cc nuwa|cubic|reno|bbr \\
+    python -m nuwa_server.server --host :: --port 4433 --cc nuwa|cubic|reno|bbr|pbq \\
         [--ceiling cubic|bbr] --content-root DIR --state-dir DIR [--log-dir DIR] [--qlog-dir DIR] \\
         [--frame-payload-bytes 1200] [--cert PEM --key PEM] [--ws-port P] \\
         [--site DIR [--site-port P]] [--log-format text|json]
@@ -297,10 +297,13 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=4433, help="UDP port, 0 = any (default 4433)")
     p.add_argument("--cc", choices=CC_MODES, default="nuwa",
                    help="nuwa: grants obeyed under a loss-based ceiling (--ceiling); "
-                   "cubic/reno/bbr: the server's own controller, grants ignored; "
+                   "cubic/reno/bbr/pbq: the server's own controller, grants ignored; "
                    "oracle: window from the emulator's capacity reports (--oracle-port)")
     p.add_argument("--ceiling", choices=CEILINGS, default="cubic",
                    help="nuwa mode: the controller under the grants, cubic (default) or bbr")
+    p.add_argument("--pbq-model", default=None,
+                   help="pbq mode: the agent's ONNX model (default: the checkout's models/pbq.onnx;"
+                   " missing or unusable: plain BBR, logged)")
     p.add_argument("--oracle-port", type=int, default=0,
                    help="oracle mode: UDP port on 127.0.0.1 for capacity reports (0: any)")
     p.add_argument("--oracle-headroom-ms", type=float, default=ORACLE_HEADROOM_MS,
@@ -358,6 +361,7 @@ async def _run(args: argparse.Namespace) -> int:
         frame_payload_bytes=args.frame_payload_bytes,
         max_datagram_bytes=args.max_datagram_bytes,
         grant_timeout_us=int(args.grant_timeout_ms * 1000),
+        pbq_model=args.pbq_model,
     )
     if bool(args.cert) != bool(args.key):
         raise ValueError("--cert and --key go together")

@@ -32,6 +32,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--delay-ms", type=float, default=25.0, help="one-way delay each way, ms")
     p.add_argument("--ack-every", type=int, default=2, help="receiver ACKs every N packets")
     p.add_argument("--duration", type=float, required=True, help="simulated time, s")
+    p.add_argument("--loss", type=float, default=0.0,
+                   help="random loss before the queue, probability per packet (0.01 = 1 %%)")
+    p.add_argument("--pbq-model", help="pbq flows' ONNX model (default: models/pbq.onnx)")
     p.add_argument("--seed", type=int, default=1, help="seed of the start jitter")
     p.add_argument("--first-start-s", type=float, default=0.0,
                    help="the first flow starts this far into the trace, s")
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = SimConfig(one_way_delay_ms=a.delay_ms, queue_packets=a.queue_packets,
                         ack_every=a.ack_every, start_gap_s=a.start_gap_s,
                         duration_s=a.duration, seed=a.seed, first_start_s=a.first_start_s,
-                        warmup_s=a.warmup_s)
+                        warmup_s=a.warmup_s, loss_rate=a.loss, pbq_model=a.pbq_model)
         t0 = time.process_time()
         out = simulate(names, trace, cfg)
     except (TraceError, ValueError) as exc:

@@ -11,13 +11,16 @@ queues in the emulator's own :class:`~nuwa_lab.emulator.TraceLink` (Mahimahi opp
 1504 bytes, drop-tail in packets, the packet in transit outside the limit; checked against
 spec/link_vectors.json), and reaches the receiver when it leaves the queue; what the receiver
 sends back (ACKs, grants) reaches the sender ``one_way_delay_ms`` later (the uplink's rate is
-not modelled: ACKs and grants are small). Truth per packet, as the emulator logs it: queuing
-delay = departure opportunity − arrival at the queue, ms (docs/DESIGN.md "How it is measured").
+not modelled: ACKs and grants are small); with ``loss_rate`` > 0 a seeded draw drops each packet
+before the queue with that probability (mm-loss on the downlink). Truth per packet, as the
+emulator logs it: queuing delay = departure opportunity − arrival at the queue, ms
+(docs/DESIGN.md "How it is measured").
 """
 
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -90,9 +93,13 @@ class Path:
     """Downlink delay → trace bottleneck → receiver; uplink delay back (module doc)."""
 
     def __init__(self, sim: Sim, trace: Trace, queue_packets: int | None,
-                 one_way_delay_ms: float) -> None:
+                 one_way_delay_ms: float, loss_rate: float = 0.0, loss_seed: int = 0) -> None:
         if one_way_delay_ms < 0:
             raise ValueError(f"one_way_delay_ms must be >= 0, got {one_way_delay_ms}")
+        if not 0.0 <= loss_rate < 1.0:
+            raise ValueError(f"loss_rate must be in [0, 1), got {loss_rate}")
+        self.loss_rate = loss_rate
+        self._loss_rng = random.Random(loss_seed)
         self.sim = sim
         self.trace = trace
         self.one_way_delay_ms = one_way_delay_ms
@@ -117,6 +124,10 @@ class Path:
         self.sim.at(self.sim.now_ms + self.one_way_delay_ms, fn)
 
     def _arrive(self, pkt: WirePacket) -> None:
+        # random loss before the queue (the PBQ paper's Fig. 9–10 setting; mm-loss downlink)
+        if self.loss_rate > 0 and self._loss_rng.random() < self.loss_rate:
+            self.truth[pkt.flow].dropped_packets += 1
+            return
         if not self.link.enqueue(self.sim.now_ms, pkt.size_bytes, pkt):
             self.truth[pkt.flow].dropped_packets += 1
             return

@@ -10,7 +10,8 @@ with the simulated ``now`` and synthetic :class:`~aioquic.quic.packet_builder.Qu
 objects, one frame per packet as the server's ``QuicFrameTransport`` sends them: a frame of
 ``FRAME_HEADER_BYTES`` + 1200 bytes may go when bytes in flight + frame + 50 ≤ cwnd
 (connection.py ``can_send``; RFC 9002 §7) and aioquic's pacer has a packet's budget
-(``next_send_time`` is None, as aioquic's ``_write_application``). Lost frames (aioquic's
+(``next_send_time`` is None, as aioquic's ``_write_application``). A controller with its own
+``random.Random`` (``_rng``: BBR's probe wait) is seeded from the run's seed. Lost frames (aioquic's
 delivery handler reports LOST) are sent again first, in stream order, in new packets (RFC 9000
 §13.3). A PTO's probe (aioquic ``_send_probe``) may exceed cwnd by one packet (RFC 9002 §7);
 it carries the frame the PTO declared lost, or a PING when there is none and no new frame may
@@ -28,6 +29,7 @@ once (goodput).
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable
 
 from aioquic.quic.packet import QuicPacketType
@@ -68,7 +70,8 @@ class QuicSender:
     """
 
     def __init__(self, path: Path, flow: int, cc_name: str, start_ms: float,
-                 pacer_hook: Callable[[QuicPacketRecovery], object] | None = None) -> None:
+                 pacer_hook: Callable[[QuicPacketRecovery], object] | None = None,
+                 seed: int | None = None) -> None:
         self.path = path
         self.sim = path.sim
         self.flow = flow
@@ -78,6 +81,9 @@ class QuicSender:
             max_datagram_size=MAX_DATAGRAM_BYTES, peer_completed_address_validation=True,
             send_probe=self._on_probe)
         self.recovery.handshake_confirmed = True
+        rng = getattr(self.recovery._cc, "_rng", None)
+        if seed is not None and isinstance(rng, random.Random):
+            rng.seed(seed)  # a controller's own randomness (BBRPickProbeWait): a run repeats
         self.space = QuicPacketSpace(is_application_data=True)
         self.recovery.spaces = [self.space]
         if pacer_hook is not None:

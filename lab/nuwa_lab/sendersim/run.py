@@ -17,6 +17,7 @@ from typing import Any
 
 from nuwa_lab.emulator import Trace
 
+from .agents import attach_agent
 from .core import Path, Sim
 from .metrics import summarize
 from .quic import QuicReceiver, QuicSender
@@ -33,7 +34,9 @@ class SimConfig:
     ``max_ack_delay_ms``), the gap between flow starts (s), simulated time (s; the run ends
     then, on the trace's clock), the seed, the first flow's start on the trace's clock (s;
     an end-to-end run's download starts seconds into the trace) and the warm-up after it
-    that utilization and queuing delay leave out (s; ``bulk_metrics.py`` leaves out 2)."""
+    that utilization and queuing delay leave out (s; ``bulk_metrics.py`` leaves out 2), and the
+random loss before the queue (a probability per packet, seeded by ``seed``); ``pbq`` flows'
+ONNX model (None: the checkout's ``models/pbq.onnx``; :mod:`.agents`)."""
 
     one_way_delay_ms: float = 25.0
     queue_packets: int | None = 1000
@@ -44,6 +47,8 @@ class SimConfig:
     seed: int = 1
     first_start_s: float = 0.0
     warmup_s: float = 0.0
+    loss_rate: float = 0.0
+    pbq_model: str | None = None
 
 
 def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]:
@@ -59,7 +64,7 @@ def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]
     check_schemes(schemes)
     rng = random.Random(cfg.seed)
     sim = Sim()
-    path = Path(sim, trace, cfg.queue_packets, cfg.one_way_delay_ms)
+    path = Path(sim, trace, cfg.queue_packets, cfg.one_way_delay_ms, cfg.loss_rate, cfg.seed)
     starts_ms: list[float] = []
     receivers: list[QuicReceiver] = []
     closers: list[Callable[[], None]] = []
@@ -101,7 +106,8 @@ def _make_flow(path: Path, scheme: str, start_ms: float, cfg: SimConfig,
         closers.append(nuwa_receiver.close)
         receiver = nuwa_receiver
     else:
-        sender = QuicSender(path, flow, scheme, start_ms, pacer_hook())
+        sender = QuicSender(path, flow, scheme, start_ms, pacer_hook(), seed=cfg.seed * 1000 + flow)
+        attach_agent(sender, cfg.pbq_model)  # pbq: the server's agent every 100 ms
         receiver = QuicReceiver(path, sender, cfg.ack_every, cfg.max_ack_delay_ms)
     if path.attach(receiver) != flow:
         raise AssertionError("flow index mismatch")
