@@ -34,9 +34,11 @@ describe("BBR as the server's sender on a constant 10 Mbit/s link", () => {
   // over a short run. The queue: BBR's cwnd is cwnd_gain (2) BDPs plus extra_acked, so even when
   // its bandwidth estimate runs above the link (ACK aggregation) the queue it keeps is about one
   // BDP, i.e. p95 ≤ 2 base RTTs; Cubic fills the 1000-packet buffer (over 1 s here). Measured
-  // 2026-11-26 (2 runs): utilization 0.973/0.974, p95 79/78 ms, p50 65/64 ms. The target,
-  // p95 ≤ one base RTT, is NOT met: the run is cwnd-limited (~150 kB in flight, 2.4 BDP), not
-  // pacing-limited.
+  // 2026-11-26 (2 runs): utilization 0.973/0.974, p95 79/78 ms, p50 65/64 ms, cwnd-limited (~150
+  // kB in flight, 2.4 BDP) because aioquic's pacer let a packet go at every event. With the pacer
+  // that paces (cc/pacing.py, ninth session): utilization 0.979, p50 20 ms, p95 71 ms (one run).
+  // The target, p95 ≤ one base RTT, is still NOT met end to end (the sender simulator
+  // gives 50 ms: what is left is the real path's ACK timing inflating the max-bw filter).
   it("fills the link (utilization ≥ 0.9) with p95 queuing delay ≤ two base RTTs", () => {
     expect(bbr.utilization).toBeGreaterThanOrEqual(0.9);
     expect(bbr.queuing_delay_ms.p95).toBeLessThanOrEqual(2 * BASE_RTT_MS);
