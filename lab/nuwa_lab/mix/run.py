@@ -117,7 +117,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
                               stderr=(out / "worker.stderr").open("w"))
         procs.append(wp)
         try:
-            wp.wait(timeout=a.duration + 60)
+            wp.wait(timeout=a.duration + 90)
         except subprocess.TimeoutExpired:
             raise StartError("the worker did not finish in time") from None
         if wp.returncode != 0:
@@ -129,7 +129,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
                 _stop(p)
     emu_summary = json.loads((out / "emulator-summary.json").read_text())
     flow_log = json.loads((out / "flows.json").read_text())
-    end_ms = (start_at + a.duration) * 1000 - emu_summary["base_timestamp_ms"]
+    end_ms = worker["stop_us"] / 1000 - emu_summary["base_timestamp_ms"]
     result = analyze(schemes, worker, flow_log, emu_summary, trace, end_ms)
     servers = {k: server_session_summaries(out / f"server-{k}.stderr") for k in kinds}
     switches = switch_counts(out, kinds, flow_log)
@@ -148,6 +148,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
             "queuing_delay_ms")},
         "servers": servers,
         "worker_cpu_s": worker["cpu_s"],
+        "worker_late_s": worker["late_s"],
     })
     return result
 

@@ -72,12 +72,13 @@ class MixWorker(Worker):
                 (lambda rep: self._on_decisions(rep, None)) if keep
                 else (lambda rep: self._on_decisions({"g": rep.get("g", [])}, None)))
 
-    async def _flow(self, i: int, stack: contextlib.AsyncExitStack, stop_at: float) -> None:
+    async def _flow(self, i: int, stack: contextlib.AsyncExitStack, start_at: float,
+                    stop_at: float) -> None:
         a = self.a
         scheme = self.schemes[i]
         info: dict[str, Any] = {"i": i, "scheme": scheme, "errors": []}
         self.flows[i] = info
-        await asyncio.sleep(max(0.0, a.start_at + self.starts_s[i] - time.monotonic()))
+        await asyncio.sleep(max(0.0, start_at + self.starts_s[i] - time.monotonic()))
         nuwa = scheme in NUWA_RECEIVER_SCHEMES
         try:
             r = await stack.enter_async_context(connect(
@@ -104,13 +105,18 @@ class MixWorker(Worker):
         """Run every flow from its start to the common end; report (module doc)."""
         a = self.a
         await self.bridge.start()
+        await self.bridge.call({"o": "tick", "t": now_us(), "s": []})  # Node is up
+        # A worker that came up after --start-at (a loaded host) starts its flows from now,
+        # so the start gaps hold; the run's start and end are reported (start_us, stop_us).
+        start_at = max(a.start_at, time.monotonic() + 0.2)
         stack = contextlib.AsyncExitStack()
         async with stack:
-            await asyncio.sleep(max(0.0, a.start_at - time.monotonic()))
+            await asyncio.sleep(max(0.0, start_at - time.monotonic()))
             self.t0_us = now_us()
-            stop_at = a.start_at + a.duration
+            stop_at = start_at + a.duration
             await asyncio.gather(self._ticker(stop_at),
-                                 *(self._flow(i, stack, stop_at) for i in range(len(self.schemes))))
+                                 *(self._flow(i, stack, start_at, stop_at)
+                                   for i in range(len(self.schemes))))
             self.closing = True
             self.pending.clear()
             for sid in list(self.receivers):
@@ -123,7 +129,9 @@ class MixWorker(Worker):
                     info["errors"] += r.stats.errors
                     r.close()
         await self.bridge.stop()
-        return {"t0_us": self.t0_us, "flows": [self.flows[i] for i in sorted(self.flows)],
+        return {"t0_us": self.t0_us, "start_us": int(start_at * 1e6),
+                "stop_us": int(stop_at * 1e6), "late_s": round(start_at - a.start_at, 3),
+                "flows": [self.flows[i] for i in sorted(self.flows)],
                 "errors": self.bridge.errors + self.errors, "cpu_s": time.process_time()}
 
 
