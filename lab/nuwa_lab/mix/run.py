@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +88,27 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
     procs: list[subprocess.Popen[Any]] = []
     try:
         ports: dict[str, int] = {}
-        for k in kinds:
+
+        def start_server(k: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
             cmd = [py, "-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0",
                    *SCHEME_SERVER_ARGS[k], "--state-dir", str(REPO_ROOT / ".cache" / "dev-cert")]
             if k in SWITCHING_SCHEMES and a.switch != "none":
                 cmd += ["--switch", a.switch]
-            srv, ready = _start_ready(cmd, out / f"server-{k}.stderr")
-            procs.append(srv)
-            ports[k] = int(ready["port"])
+            return _start_ready(cmd, out / f"server-{k}.stderr")
+
+        with ThreadPoolExecutor(len(kinds)) as pool:  # the servers start side by side
+            futures = {k: pool.submit(start_server, k) for k in kinds}
+            errors = []
+            for k, fut in futures.items():
+                try:
+                    srv, ready = fut.result()
+                except StartError as e:
+                    errors.append(e)
+                    continue
+                procs.append(srv)
+                ports[k] = int(ready["port"])
+            if errors:
+                raise errors[0]
         routes = [x for k in kinds[1:] for x in ("--route", f"127.0.0.1:0=127.0.0.1:{ports[k]}")]
         emu, emu_ready = _start_ready(
             [py, "-m", "nuwa_lab.emulator", "--listen", "127.0.0.1:0",

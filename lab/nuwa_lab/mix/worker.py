@@ -52,6 +52,7 @@ class MixWorker(Worker):
         self.ports = [int(p) for p in a.flow_ports.split(",")]
         self.starts_s = [float(s) for s in a.flow_starts.split(",")]
         self.flows: dict[int, dict[str, Any]] = {}
+        self._held: list[Any] = []
         self._config = QuicConfiguration(
             is_client=True, alpn_protocols=H3_ALPN, max_datagram_frame_size=65536,
             verify_mode=ssl.CERT_NONE, server_name="localhost", max_data=64 << 20,
@@ -72,8 +73,7 @@ class MixWorker(Worker):
                 (lambda rep: self._on_decisions(rep, None)) if keep
                 else (lambda rep: self._on_decisions({"g": rep.get("g", [])}, None)))
 
-    async def _flow(self, i: int, stack: contextlib.AsyncExitStack, start_at: float,
-                    stop_at: float) -> None:
+    async def _flow(self, i: int, start_at: float, stop_at: float) -> None:
         a = self.a
         scheme = self.schemes[i]
         info: dict[str, Any] = {"i": i, "scheme": scheme, "errors": []}
@@ -81,9 +81,13 @@ class MixWorker(Worker):
         await asyncio.sleep(max(0.0, start_at + self.starts_s[i] - time.monotonic()))
         nuwa = scheme in NUWA_RECEIVER_SCHEMES
         try:
-            r = await stack.enter_async_context(connect(
-                "127.0.0.1", self.ports[i], configuration=self._config,
-                create_protocol=LoadReceiver if nuwa else PlainReceiver, wait_connected=True))
+            # entered, never exited: the run ends with close() and no wait for the peer's
+            # draining period (3 PTO, seconds behind a full queue; :meth:`run`)
+            cm = connect("127.0.0.1", self.ports[i], configuration=self._config,
+                         create_protocol=LoadReceiver if nuwa else PlainReceiver,
+                         wait_connected=True)
+            self._held.append(cm)  # a context manager collected early closes its connection
+            r = await cm.__aenter__()
             assert isinstance(r, LoadReceiver)
             r.sid = i
             r.worker = self
@@ -109,25 +113,24 @@ class MixWorker(Worker):
         # A worker that came up after --start-at (a loaded host) starts its flows from now,
         # so the start gaps hold; the run's start and end are reported (start_us, stop_us).
         start_at = max(a.start_at, time.monotonic() + 0.2)
-        stack = contextlib.AsyncExitStack()
-        async with stack:
-            await asyncio.sleep(max(0.0, start_at - time.monotonic()))
-            self.t0_us = now_us()
-            stop_at = start_at + a.duration
-            await asyncio.gather(self._ticker(stop_at),
-                                 *(self._flow(i, stack, start_at, stop_at)
-                                   for i in range(len(self.schemes))))
-            self.closing = True
-            self.pending.clear()
-            for sid in list(self.receivers):
-                with contextlib.suppress(Exception):
-                    await self.bridge.call({"o": "close", "id": sid, "t": now_us()})
-            for info in self.flows.values():
-                r = info.pop("receiver", None)
-                if r is not None:
-                    info["receiver_bytes"] = r.stats.frame_bytes
-                    info["errors"] += r.stats.errors
-                    r.close()
+        await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+        self.t0_us = now_us()
+        stop_at = start_at + a.duration
+        await asyncio.gather(self._ticker(stop_at),
+                             *(self._flow(i, start_at, stop_at)
+                               for i in range(len(self.schemes))))
+        self.closing = True
+        self.pending.clear()
+        for sid in list(self.receivers):
+            with contextlib.suppress(Exception):
+                await self.bridge.call({"o": "close", "id": sid, "t": now_us()})
+        for info in self.flows.values():
+            r = info.pop("receiver", None)
+            if r is not None:
+                info["receiver_bytes"] = r.stats.frame_bytes
+                info["errors"] += r.stats.errors
+                r.close()  # CONNECTION_CLOSE goes out now; the draining period is not awaited
+        await asyncio.sleep(0.1)
         await self.bridge.stop()
         return {"t0_us": self.t0_us, "start_us": int(start_at * 1e6),
                 "stop_us": int(stop_at * 1e6), "late_s": round(start_at - a.start_at, 3),
