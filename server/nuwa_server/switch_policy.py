@@ -6,23 +6,26 @@ Why: Nuwa is delay-convergent. Next to a buffer-filling (loss-based) flow, its r
 a queue it cannot drain and shrinks its window to the floor; the competitor keeps the
 queue full, so Nuwa starves (Arun, Alizadeh & Balakrishnan, SIGCOMM 2022, §2: a
 delay-convergent CCA starves when the delay it sees is not of its own making). The signal
-is one only a receiver-driven server has: **the queuing delay its grants show (each grant's
-echo RTT − the connection's min RTT) never drains below X for Y seconds.** Alone, Nuwa holds
-its queue near Td (25 ms) and drains it whenever its window is small, so a lone flow does
-not meet the condition (checked over every single-flow dev trace, docs/BENCHMARKS.md).
-The receiver's window sitting at its floor is an optional second condition
-(``floor_window_bytes``), off by default: measured in the simulator next to Cubic, after
-some seconds of a standing queue the receiver's controller takes part of that queue for
-base delay and its window leaves the floor while its share stays near 15 %, so requiring
-the floor missed the competitor after the first probe.
+is one only a receiver-driven server has: **the receiver's window sits at its floor while the
+queuing delay its grants show (each grant's echo RTT − the connection's min RTT) never drains
+below X for Y seconds.** Alone, Nuwa's own queue is at most its window: a window of four
+frames and a queue that stays above 50 ms means a link under 4800 B / 50 ms ≈ 0.8 Mbit/s
+for all of Y, which the dev traces reach only in their slowest stretches. Without the window
+condition, queue alone, a lone Nuwa flow switched on 5 of the 18 dev traces in the
+simulator (their slow stretches hold a queue of its own); with it, see docs/BENCHMARKS.md.
+During a probe (receiver-driven again after sender-driven) the window condition is
+dropped: measured in the simulator next to Cubic, after seconds of a standing queue the
+receiver's controller takes part of that queue for base delay and its window leaves the
+floor while its share stays near 15 %, so requiring the floor there missed the competitor
+that had sent the flow away in the first place.
 
 Rule (times µs; :class:`RuleConfig` holds the values):
 
 * receiver → sender: in receiver-driven mode for at least ``hold_us`` (Y) and
   ``min_dwell_us``, with at least ``min_samples`` queuing-delay samples in the last Y, every
-  one of them ≥ ``queue_floor_ms`` (X: the queue never drained), and, when
-  ``floor_window_bytes`` is set, at least ``floor_share`` of the window observations in the
-  last Y at or below it. No samples (an outage) is no evidence: no switch.
+  one of them ≥ ``queue_floor_ms`` (X: the queue never drained), and, unless the flow is
+  on a probe, at least ``floor_share`` of the window observations in the last Y at or below
+  ``floor_window_bytes``. No samples (an outage) is no evidence: no switch.
 * sender → receiver (the competitor may have left; a loss-based controller fills the queue
   itself, so the queue cannot tell): a probe back to receiver-driven after ``probe_us``
   in sender-driven mode. If the condition holds again within ``2 × hold_us`` of the probe,
@@ -51,9 +54,9 @@ class RuleConfig:
     """The rule's thresholds (module doc).
 
     Attributes:
-        floor_window_bytes: when set, a granted window at or below this is at the floor,
-            bytes (e.g. four 1200-byte frames; the controller's floor is one frame,
-            ``min_window_bytes``), and sitting there is required; None: not required.
+        floor_window_bytes: a granted window at or below this is at the floor, bytes (four
+            1200-byte frames; the controller's floor is one frame, ``min_window_bytes``);
+            None: the window condition is off (queue alone).
         floor_share: share of window observations at the floor that counts as "sits".
         queue_floor_ms: X, ms: the queue "never drains" when every queuing-delay sample of
             the last Y is at least this (2 × Nuwa's default Td of 25 ms: alone, Nuwa holds
@@ -66,7 +69,7 @@ class RuleConfig:
             20 s gave Nuwa 40 % next to Cubic in the simulator where 10 s gave 31 %).
     """
 
-    floor_window_bytes: int | None = None
+    floor_window_bytes: int | None = 4 * 1200
     floor_share: float = 0.9
     queue_floor_ms: float = 50.0
     hold_us: int = 3_000_000
@@ -127,7 +130,7 @@ class RuleSwitchPolicy:
         qd = [q for t, q in self._qd]
         if len(qd) < c.min_samples or min(qd) < c.queue_floor_ms * 1000:
             return False
-        if c.floor_window_bytes is None:
+        if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True
         if not self._windows:
             return False
@@ -138,6 +141,11 @@ class RuleSwitchPolicy:
         """The mode to switch to now, or None to stay (module doc)."""
         c = self.config
         in_mode = now_us - self.since_us
+        if (self.mode == RECEIVER and self._probing_since_us is not None
+                and now_us - self._probing_since_us > self._probe_span_us):
+            # the probe held: the competitor left; back to the first detection's rule
+            self._probing_since_us = None
+            self._probe_wait_us = c.probe_us
         if in_mode < c.min_dwell_us:
             return None
         if self.mode == RECEIVER:
@@ -152,7 +160,7 @@ class RuleSwitchPolicy:
         if mode == self.mode:
             return
         if mode == SENDER and self._probing_since_us is not None:
-            if now_us - self._probing_since_us <= 2 * c.hold_us + c.min_dwell_us:
+            if now_us - self._probing_since_us <= self._probe_span_us:
                 self._probe_wait_us = min(2 * self._probe_wait_us, c.probe_max_us)
             else:
                 self._probe_wait_us = c.probe_us
@@ -164,6 +172,11 @@ class RuleSwitchPolicy:
         self.switches += 1
         self._windows.clear()
         self._qd.clear()
+
+    @property
+    def _probe_span_us(self) -> int:
+        """A probe that lasts longer than this without a switch back has held, µs."""
+        return 2 * self.config.hold_us + self.config.min_dwell_us
 
     @property
     def probe_wait_us(self) -> int:
