@@ -91,3 +91,23 @@ def test_server_session_summaries_from_stderr(tmp_path: Path) -> None:
     assert t["grant_violations"] == 2 and t["fallback_entries"] == 4 and t["bytes_sent"] == 12200
     assert t["grants_dropped"] == {"replay": 6}
     assert t["transmits_with_unsent_new_bytes"] == 8
+
+
+def test_flush_skips_a_receiver_whose_data_held_no_whole_frame() -> None:
+    """A stream chunk without a whole frame (a frame split by a repair) left an empty list
+    in the pending batch, and _flush raised IndexError until that receiver's next frame
+    (seen in every mixed run with Cubic's losses): now it is skipped."""
+    import argparse
+    from types import SimpleNamespace
+
+    from nuwa_lab.load.worker import Worker
+
+    w = Worker(argparse.Namespace())
+    sent: list[dict] = []
+    w.bridge = SimpleNamespace(request=lambda obj, cb=None: sent.append(obj))  # type: ignore[assignment]
+    w.pending = {0: [], 1: [10, 20, 1212]}
+    w._flush()
+    assert [s for s, _ in sent[0]["s"]] == [1] and w.pending == {}
+    w.pending = {0: []}
+    w._flush()
+    assert len(sent) == 1 and w.pending == {}
