@@ -112,8 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.worker:
         from .worker import MixWorker
 
-        res = asyncio.run(MixWorker(a).run())
-        Path(a.json).write_text(json.dumps(res))
+        asyncio.run(MixWorker(a).run())  # writes --json itself (MixWorker.run)
         return 0
     t0 = time.monotonic()
     try:

@@ -120,6 +120,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
             out / "emulator.stderr")
         procs.append(emu)
         listen = dict(zip(kinds, emu_ready["listen_ports"], strict=True))
+        (out / "worker.json").unlink(missing_ok=True)  # a previous run's
         start_at = time.monotonic() + 2.0
         wcmd = [py, "-m", "nuwa_lab.mix", "--worker", "--start-at", str(start_at),
                 "--duration", str(a.duration), "--cc", a.cc, "--flows", a.flows,
@@ -130,11 +131,13 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
         wp = subprocess.Popen(wcmd, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
                               stderr=(out / "worker.stderr").open("w"))
         procs.append(wp)
-        try:
-            wp.wait(timeout=a.duration + 90)
-        except subprocess.TimeoutExpired:
-            raise StartError("the worker did not finish in time") from None
-        if wp.returncode != 0:
+        # the worker's JSON is its result; its exit may wait for QUIC draining periods
+        deadline = time.monotonic() + a.duration + 90
+        while wp.poll() is None and not (out / "worker.json").exists():
+            if time.monotonic() > deadline:
+                raise StartError("the worker did not finish in time")
+            time.sleep(0.2)
+        if wp.poll() not in (None, 0):
             raise StartError(f"the worker failed:\n{(out / 'worker.stderr').read_text()[-2000:]}")
         worker = json.loads((out / "worker.json").read_text())
     finally:

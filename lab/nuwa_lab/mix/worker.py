@@ -16,6 +16,7 @@ import contextlib
 import json
 import ssl
 import time
+from pathlib import Path
 from typing import Any
 
 from aioquic.asyncio.client import connect
@@ -132,9 +133,16 @@ class MixWorker(Worker):
                 r.close()  # CONNECTION_CLOSE goes out now; the draining period is not awaited
         await asyncio.sleep(0.1)
         await self.bridge.stop()
-        return {"t0_us": self.t0_us, "start_us": int(start_at * 1e6),
+        result = {"t0_us": self.t0_us, "start_us": int(start_at * 1e6),
                 "stop_us": int(stop_at * 1e6), "late_s": round(start_at - a.start_at, 3),
                 "flows": [self.flows[i] for i in sorted(self.flows)],
-                "errors": self.bridge.errors + self.errors, "cpu_s": time.process_time()}
+                  "errors": self.bridge.errors + self.errors, "cpu_s": time.process_time()}
+        # written here, not after asyncio.run: its shutdown finalizes the held connect()
+        # context managers, which await each connection's draining period (seconds)
+        if getattr(a, "json", None):
+            tmp = Path(a.json + ".tmp")
+            tmp.write_text(json.dumps(result))
+            tmp.replace(a.json)  # whole or absent: the orchestrator reads it as soon as it exists
+        return result
 
 
