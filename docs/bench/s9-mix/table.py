@@ -24,11 +24,11 @@ def row(name: str, r: dict) -> str:
 
 def main() -> None:
     prefixes = sys.argv[1:] or [""]
-    print("| run | Mbit/s per flow (share, last 20 s) | Jain (last 20 s) | utilization | "
+    print("| run | Mbit/s per flow over its life (share of the last 20 s) | Jain (last 20 s) | utilization | "
           "p95 queuing ms | starved s | switches | emulator valid |")
     print("|---|---|---|---|---|---|---|---|")
     for p in sorted(HERE.glob("*.json")):
-        if any(p.stem.startswith(x) for x in prefixes):
+        if any(p.stem.startswith(x.rstrip(".")) and (not x.endswith(".") or p.stem == x[:-1]) for x in prefixes):
             print(row(p.stem, json.loads(p.read_text())))
 
 
