@@ -6,26 +6,28 @@ Why: Nuwa is delay-convergent. Next to a buffer-filling (loss-based) flow, its r
 a queue it cannot drain and shrinks its window to the floor; the competitor keeps the
 queue full, so Nuwa starves (Arun, Alizadeh & Balakrishnan, SIGCOMM 2022, §2: a
 delay-convergent CCA starves when the delay it sees is not of its own making). The signal
-is one only a receiver-driven server has: **the receiver's window sits at its floor while the
-queuing delay its grants show (each grant's echo RTT − the connection's min RTT) never drains
-below X for Y seconds.** Alone, Nuwa's own queue is at most its window: a window of four
-frames and a queue that stays above 50 ms means a link under 4800 B / 50 ms ≈ 0.8 Mbit/s
-for all of Y, which the dev traces reach only in their slowest stretches. Without the window
-condition, queue alone, a lone Nuwa flow switched on 5 of the 18 dev traces in the
-simulator (their slow stretches hold a queue of its own); with it, see docs/BENCHMARKS.md.
-During a probe (receiver-driven again after sender-driven) the window condition is
-dropped: measured in the simulator next to Cubic, after seconds of a standing queue the
-receiver's controller takes part of that queue for base delay and its window leaves the
-floor while its share stays near 15 %, so requiring the floor there missed the competitor
-that had sent the flow away in the first place.
+is one only a receiver-driven server has: **the queuing delay its grants show (each
+grant's echo RTT − the connection's min RTT) never drains below X for Y seconds.** Alone,
+Nuwa holds its queue near Td (25 ms) and drains it whenever its window is small; but on a
+slow stretch of a cellular trace its own few packets can hold a queue above X, and then the
+rule fires on a lone flow (5 of the 18 dev traces in the simulator, docs/BENCHMARKS.md).
+An optional second condition, the receiver's window sitting at its floor
+(``floor_window_bytes``), cut that to 3 of 18 but missed the competitor whenever Nuwa's
+receiver kept its window above the floor next to it (it takes part of a standing queue for
+base delay): in the simulator at 20 Mbit/s and in 2+2, and end to end at 10 Mbit/s once the
+receivers' frame reports were fixed (Nuwa at 0.17 of the link, window off the floor, no
+switch). It is off by default; on a probe (receiver-driven again after sender-driven) it
+never applies. By Little's law a flow's own window, rate and RTT look alike in both cases:
+what differs is who else is in the queue; loss is the next signal to try.
 
 Rule (times µs; :class:`RuleConfig` holds the values):
 
 * receiver → sender: in receiver-driven mode for at least ``hold_us`` (Y) and
   ``min_dwell_us``, with at least ``min_samples`` queuing-delay samples in the last Y, every
-  one of them ≥ ``queue_floor_ms`` (X: the queue never drained), and, unless the flow is
-  on a probe, at least ``floor_share`` of the window observations in the last Y at or below
-  ``floor_window_bytes``. No samples (an outage) is no evidence: no switch.
+  one of them ≥ ``queue_floor_ms`` (X: the queue never drained), and, when
+  ``floor_window_bytes`` is set and the flow is not on a probe, at least ``floor_share`` of
+  the window observations in the last Y at or below it. No samples (an outage) is no
+  evidence: no switch.
 * sender → receiver (the competitor may have left; a loss-based controller fills the queue
   itself, so the queue cannot tell): a probe back to receiver-driven after ``probe_us``
   in sender-driven mode. If the condition holds again within ``2 × hold_us`` of the probe,
@@ -54,9 +56,10 @@ class RuleConfig:
     """The rule's thresholds (module doc).
 
     Attributes:
-        floor_window_bytes: a granted window at or below this is at the floor, bytes (four
-            1200-byte frames; the controller's floor is one frame, ``min_window_bytes``);
-            None: the window condition is off (queue alone).
+        floor_window_bytes: when set (e.g. 4800, four 1200-byte frames; the controller's
+            floor is one frame, ``min_window_bytes``), a granted window at or below this is
+            at the floor and the first detection also needs the window to sit there; None
+            (the default): the queue alone decides (module doc: why).
         floor_share: share of window observations at the floor that counts as "sits".
         queue_floor_ms: X, ms: the queue "never drains" when every queuing-delay sample of
             the last Y is at least this (2 × Nuwa's default Td of 25 ms: alone, Nuwa holds
@@ -69,7 +72,7 @@ class RuleConfig:
             20 s gave Nuwa 40 % next to Cubic in the simulator where 10 s gave 31 %).
     """
 
-    floor_window_bytes: int | None = 4 * 1200
+    floor_window_bytes: int | None = None
     floor_share: float = 0.9
     queue_floor_ms: float = 50.0
     hold_us: int = 3_000_000

@@ -130,12 +130,12 @@ def test_alone_the_queue_drains_and_the_flow_never_switches() -> None:
             sw.append(t)
     assert sw == []
     assert run_policy(RuleSwitchPolicy(0), 0, 30 * S, window=60_000, qd_us=30 * MS) == []
-    # a standing queue while the window is above the floor: not a competitor (a lone flow
-    # on a slow stretch holds its own queue) unless the window condition is off
-    assert run_policy(RuleSwitchPolicy(0), 0, 30 * S, window=60_000, qd_us=400 * MS) == []
-    queue_only = RuleConfig(floor_window_bytes=None)
-    assert run_policy(RuleSwitchPolicy(0, queue_only), 0, 5 * S, window=60_000,
-                      qd_us=400 * MS) != []
+    # with the window condition on: a standing queue while the window is above the floor
+    # does not switch; by default (queue alone) it does
+    floor = RuleConfig(floor_window_bytes=4800)
+    assert run_policy(RuleSwitchPolicy(0, floor), 0, 30 * S, window=60_000, qd_us=400 * MS) == []
+    assert run_policy(RuleSwitchPolicy(0, floor), 0, 5 * S, window=1200, qd_us=400 * MS) != []
+    assert run_policy(RuleSwitchPolicy(0), 0, 5 * S, window=60_000, qd_us=400 * MS) != []
 
 
 def test_an_outage_is_no_evidence() -> None:
@@ -174,7 +174,8 @@ def test_probes_back_with_backoff_and_stays_when_the_competitor_left() -> None:
     assert gaps[1] == pytest.approx(40 * S, abs=0.1 * S)  # the failed probe doubled it
     # on a probe the window condition is off: a receiver whose window left the floor under
     # the standing queue (it took part of it for base delay) still sends the flow back
-    p3 = RuleSwitchPolicy(0)
+    floor = RuleConfig(floor_window_bytes=4800)
+    p3 = RuleSwitchPolicy(0, floor)
     assert run_policy(p3, 0, 4 * S, window=1200, qd_us=400 * MS)[0][1] == SENDER
     back = run_policy(p3, 4 * S, 40 * S, window=60_000, qd_us=400 * MS)
     assert [m for _, m in back][:2] == [RECEIVER, SENDER]
@@ -184,11 +185,13 @@ def test_probes_back_with_backoff_and_stays_when_the_competitor_left() -> None:
         p.switched(t_end, SENDER)
     more = run_policy(p, t_end, t_end + 100 * S, window=30_000, qd_us=2 * MS)
     assert [m for _, m in more] == [RECEIVER] and p.mode == RECEIVER
-    # the probe held: the first detection's rule (window at the floor) is back, and so is
-    # the first probe wait
+    # the probe held: the first probe wait is back, and so (p3) is the window condition
     assert p.probe_wait_us == p.config.probe_us and p._probing_since_us is None
-    late = run_policy(p, t_end + 100 * S, t_end + 130 * S, window=60_000, qd_us=400 * MS)
-    assert late == []
+    t3 = back[-1][0]
+    assert p3.mode == SENDER
+    assert [m for _, m in run_policy(p3, t3, t3 + 60 * S, window=30_000, qd_us=2 * MS)] == [
+        RECEIVER]
+    assert run_policy(p3, t3 + 60 * S, t3 + 90 * S, window=60_000, qd_us=400 * MS) == []
 
 
 def test_bad_rule_config() -> None:

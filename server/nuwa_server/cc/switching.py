@@ -2,15 +2,15 @@
 
 A QUIC connection's controller (aioquic's ``QuicPacketRecovery._cc``) is replaced by a
 new instance of another registered controller, mid-connection, in one of the two modes
-that Abbasloo-style switching papers name and that the seed paper defines
-(``../shared/papers/drl-cca-switching.txt``, §4 "CCA switching": "Unrestricted switching
+the seed paper on DRL-based CCA switching defines (issue 18's fourth seed, §4 "CCA
+switching": "Unrestricted switching
 allows the new CCA to inherit all CCA-related variables, encompassing connection-level
 variables (such as congestion window/sending rate and RTT-related values), and private
 state variables of the CCA (e.g., minimum RTT, CWND increment, etc.). Limited switching,
 on the other hand, only inherits connection-level variables."):
 
 * both modes keep the connection-level state: bytes in flight (the accounting of packets
-  already sent, which aioquic keeps inside the controller, ``../shared/NOTES.md``), the
+  already sent, which aioquic keeps inside the controller), the
   congestion window and ssthresh (Linux ``tcp_set_congestion_control`` keeps both in
   ``tcp_sock``), and the RTT estimator (smoothed RTT, variance, min RTT), which aioquic
   keeps in the recovery object and which the swap does not touch;
