@@ -161,8 +161,10 @@ def test_routes_put_two_servers_behind_one_bottleneck(tmp_path):
     trace = write_trace(tmp_path / "c8.mahi", rate_bps)
     server_a, server_b = udp(), udp()
     client_a, client_b = udp(), udp()
+    flow_log = tmp_path / "flows.json"
     emu = Emulator(tmp_path, server_a.getsockname()[1], trace,
-                   "--route", f"127.0.0.1:0=127.0.0.1:{server_b.getsockname()[1]}")
+                   "--route", f"127.0.0.1:0=127.0.0.1:{server_b.getsockname()[1]}",
+                   "--flow-log", str(flow_log))
     try:
         ports = emu.ready["listen_ports"]
         assert len(ports) == 2 and ports[0] == emu.ready["listen_port"] != ports[1]
@@ -189,6 +191,14 @@ def test_routes_put_two_servers_behind_one_bottleneck(tmp_path):
     assert flows[1]["listen_port"] == ports[1] and flows[0]["dropped_bytes"] == 0
     meta = json.loads(Path(str(emu.log) + ".meta.json").read_text())
     assert [r["listen"] for r in meta["routes"]] == [f"127.0.0.1:{p}" for p in ports]
+    # --flow-log: every departure per flow, as the summary counts them; the shared queue
+    # delays both flows (400 packets at 8 Mbit/s drain in ~480 ms)
+    logged = {f["route"]: f for f in json.loads(flow_log.read_text())["flows"]}
+    for route, n in ((0, n_a), (1, n_b)):
+        f = logged[route]
+        assert len(f["depart_ms"]) == n and sum(f["size_bytes"]) == n * size
+        assert f["depart_ms"] == sorted(f["depart_ms"]) and min(f["queue_delay_ms"]) >= 0
+        assert max(f["queue_delay_ms"]) > 200
 
 
 def test_cli_bad_route(tmp_path, capsys, base_args):

@@ -105,3 +105,23 @@ def test_instrument_check_voids_a_run_whose_load_clients_lagged() -> None:
     assert instrument_check([{"p50": MAX_BRIDGE_LAG_P50_US}])["valid"]  # the bound itself passes
     assert not instrument_check([{"p50": None, "batches": 0}])["valid"]
     assert not instrument_check([])["valid"]
+
+
+def test_flush_skips_a_receiver_whose_data_held_no_whole_frame() -> None:
+    """A stream chunk without a whole frame (a frame split by a repair) left an empty list
+    in the pending batch, and _flush raised IndexError until that receiver's next frame
+    (seen in every mixed run with Cubic's losses): now it is skipped."""
+    import argparse
+    from types import SimpleNamespace
+
+    from nuwa_lab.load.worker import Worker
+
+    w = Worker(argparse.Namespace())
+    sent: list[dict] = []
+    w.bridge = SimpleNamespace(request=lambda obj, cb=None: sent.append(obj))  # type: ignore[assignment]
+    w.pending = {0: [], 1: [10, 20, 1212]}
+    w._flush()
+    assert [s for s, _ in sent[0]["s"]] == [1] and w.pending == {}
+    w.pending = {0: []}
+    w._flush()
+    assert len(sent) == 1 and w.pending == {}

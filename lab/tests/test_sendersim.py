@@ -188,3 +188,20 @@ def test_nuwa_flows_share_one_bridge_and_the_link() -> None:
     out = simulate(["nuwa", "nuwa"], LINK_10M, SimConfig(duration_s=20, start_gap_s=2))
     assert out["jain_index"] >= 0.9  # the additive increase converges (README)
     assert all(f["queuing_delay_ms"]["p95"] < 100 for f in out["flows"])
+
+
+def test_switch_rule_rescues_nuwa_next_to_cubic_and_leaves_a_lone_flow_alone() -> None:
+    """--switch rule (issue 18): against Cubic on a 1000-packet queue, static Nuwa starves;
+    the rule moves it to sender-driven control (switches counted and logged) and its share
+    rises; a lone Nuwa flow on the same link never switches."""
+    cfg = SimConfig(duration_s=30, start_gap_s=2)
+    static = simulate(["nuwa", "cubic"], LINK_10M, cfg)
+    rule = simulate(["nuwa", "cubic"], LINK_10M, cfg, switch="rule")
+    assert static["flows"][0]["switches"] == 0 and static["flows"][0]["share"] < 0.15
+    assert rule["flows"][0]["switches"] >= 1 and rule["flows"][0]["switch_log"][0][1] == "sender"
+    assert rule["flows"][0]["share"] >= max(0.2, 1.5 * static["flows"][0]["share"])
+    assert rule["flows"][1]["switches"] == 0
+    alone = simulate(["nuwa"], LINK_10M, SimConfig(duration_s=20), switch="rule")
+    assert alone["flows"][0]["switches"] == 0
+    with pytest.raises(ValueError, match="switch"):
+        simulate(["nuwa"], LINK_10M, cfg, switch="dqn")

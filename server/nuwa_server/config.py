@@ -26,6 +26,17 @@ PACKET_OVERHEAD_BYTES = 50
 
 CC_MODES = ("nuwa", "cubic", "reno", "bbr", "pbq", "oracle")
 
+SESSION_SCHEMES = ("nuwa", "cubic", "reno", "bbr")
+"""Schemes a session may open with (``/nuwa?cc=SCHEME``, :mod:`.connection`); the oracle
+needs the emulator's reports and stays a server-wide mode."""
+
+SWITCHES = ("none", "rule")
+"""``--switch``: live switching of a Nuwa connection between receiver-driven and
+sender-driven control: none, or the rule of :mod:`.switch_policy` (:mod:`.switcher`)."""
+
+SENDER_CCS = ("cubic", "bbr")
+"""The controller that governs a Nuwa connection while it is sender-driven (``--sender-cc``)."""
+
 CEILINGS = ("cubic", "bbr")
 """Loss-based ceilings under Nuwa's grants (``--ceiling``): the Cubic ceiling of
 :mod:`.ceiling` (the default) or BBR (:mod:`.cc.bbr`)."""
@@ -68,6 +79,10 @@ class SessionConfig:
         initial_window_bytes: grant window before the first grant, bytes.
         pbq_model: the PBQ agent's ONNX file (``pbq`` mode); None: the checkout's
             ``models/pbq.onnx`` (:data:`.cc.pbq_agent.DEFAULT_MODEL_PATH`).
+        switch: ``none`` or ``rule`` (``nuwa`` mode only: :mod:`.switcher`).
+        switch_mode: how a switch carries controller state, ``unrestricted`` or
+            ``limited`` (:mod:`.cc.switching`).
+        sender_cc: the controller of sender-driven control (``cubic`` or ``bbr``).
     """
 
     cc: str = "nuwa"
@@ -79,6 +94,9 @@ class SessionConfig:
     grant_timeout_us: int = 1_000_000
     initial_window_bytes: int = 12000
     pbq_model: str | None = None
+    switch: str = "none"
+    switch_mode: str = "unrestricted"
+    sender_cc: str = "cubic"
 
     def validate(self) -> SessionConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -94,6 +112,15 @@ class SessionConfig:
         if not 1200 <= self.max_datagram_bytes <= 65527:
             raise ValueError(f"max_datagram_bytes must be in 1200..65527, got "
                              f"{self.max_datagram_bytes}")
+        if self.switch not in SWITCHES:
+            raise ValueError(f"switch must be one of {SWITCHES}, got {self.switch!r}")
+        if self.switch != "none" and self.cc != "nuwa":
+            raise ValueError(f"switch {self.switch!r} needs cc 'nuwa', got {self.cc!r}")
+        if self.switch_mode not in ("unrestricted", "limited"):
+            raise ValueError(f"switch_mode must be unrestricted or limited, got "
+                             f"{self.switch_mode!r}")
+        if self.sender_cc not in SENDER_CCS:
+            raise ValueError(f"sender_cc must be one of {SENDER_CCS}, got {self.sender_cc!r}")
         self.grant_config().validate()
         return self
 

@@ -18,9 +18,11 @@ every timer (docs/DESIGN.md §8 "aioquic").
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +48,22 @@ from aioquic.quic.events import (
 from .cc.pacing import install_controller_pacer
 from .cc.pbq import PbqCongestionControl
 from .cc.pbq_agent import PbqAgent, load_policy
+from .cc.switching import switch_controller
 from .ceiling import NuwaCeilingCongestionControl
 from .config import (
     GRANT_FLOOD_CLOSE_CODE,
     PACKET_OVERHEAD_BYTES,
+    SESSION_SCHEMES,
     SHUTDOWN_CLOSE_CODE,
     WEBTRANSPORT_PATH,
+    SessionConfig,
     now_us,
 )
 from .context import ServerContext
 from .grants import FloodGuard
 from .send_loop import pump
 from .session import NuwaSession
+from .switcher import ConnectionSwitcher
 
 logger = logging.getLogger("nuwa_server.connection")
 
@@ -117,6 +123,10 @@ class NuwaProtocol(QuicConnectionProtocol):
         """Datagrams of all this connection's sessions together (issue 13: opening more
         sessions must not multiply a connection's grant budget)."""
         self.flooded = False
+        self._cc_name = self._config.quic_congestion_control
+        """The registered name of the connection's controller (``_quic._loss._cc``)."""
+        self.switcher: ConnectionSwitcher | None = None
+        """``--switch rule``: this connection's policy (created with its first session)."""
 
     def peer_port(self) -> int | None:
         """UDP port of the peer (the emulator's socket for one client), None before a path."""
@@ -178,7 +188,9 @@ class NuwaProtocol(QuicConnectionProtocol):
             connection_ok = self._flood.take(now_us())
             session = self._sessions.get(event.stream_id)
             if session is not None:
-                session.on_datagram(event.data, connection_flooded=not connection_ok)
+                decision = session.on_datagram(event.data, connection_flooded=not connection_ok)
+                if self.switcher is not None:
+                    self.switcher.on_grant(session, decision, now_us())
                 if session.flooded:
                     self._close_for_flood(session)
             elif not connection_ok and not self.flooded:
@@ -195,9 +207,16 @@ class NuwaProtocol(QuicConnectionProtocol):
         headers = dict(event.headers)
         method = headers.get(b":method")
         protocol = headers.get(b":protocol")
-        path = headers.get(b":path", b"").split(b"?", 1)[0].decode("utf-8", "replace")
-        if (method == b"CONNECT" and protocol == b"webtransport" and path == WEBTRANSPORT_PATH
-                and len(self._sessions) >= MAX_SESSIONS_PER_CONNECTION):
+        raw_path, _, query = headers.get(b":path", b"").partition(b"?")
+        path = raw_path.decode("utf-8", "replace")
+        is_connect = (method == b"CONNECT" and protocol == b"webtransport"
+                      and path == WEBTRANSPORT_PATH)
+        config, refusal = self._session_config(query.decode("utf-8", "replace"))
+        if is_connect and refusal is not None:
+            logger.warning("connection %d: CONNECT refused with 400: %s", self._conn_index,
+                           refusal)
+            self._h3.send_headers(event.stream_id, [(b":status", b"400")], end_stream=True)
+        elif is_connect and len(self._sessions) >= MAX_SESSIONS_PER_CONNECTION:
             self._context.sessions_refused += 1
             logger.warning("connection %d: CONNECT refused with %d: %d sessions open, at most "
                            "%d per connection", self._conn_index, TOO_MANY_SESSIONS_STATUS,
@@ -214,17 +233,49 @@ class NuwaProtocol(QuicConnectionProtocol):
                 time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
                 + f"-c{self._conn_index}-s{event.stream_id}-{os.getpid()}"
             )
-            session = NuwaSession(event.stream_id, name, self._config,
+            if config.quic_congestion_control != self._cc_name:
+                # the session's scheme: the connection's controller before any of its bytes
+                switch_controller(self._quic._loss, config.quic_congestion_control, "limited",
+                                  self._loop.time(), from_name=self._cc_name)
+                self._cc_name = config.quic_congestion_control
+            session = NuwaSession(event.stream_id, name, config,
                                   self._context.content_root, start)
             if self._context.oracle_window_bytes is not None:
                 session.grants.set_window(self._context.oracle_window_bytes)
             self._sessions[event.stream_id] = session
+            if config.switch == "rule" and self.switcher is None:
+                self.switcher = ConnectionSwitcher(config, start)
+            elif self.switcher is not None and self.switcher.mode != "receiver":
+                # a session opening on a sender-driven connection follows its mode
+                session.grants.config = dataclasses.replace(session.grants.config,
+                                                            enforce=False)
             self._context.add_session(session)
-            logger.info("session %s opened (cc=%s)", name, self._config.cc)
+            logger.info("session %s opened (cc=%s)", name, config.cc)
             if self._context.on_session is not None:
                 self._context.on_session(session)
         else:
             self._h3.send_headers(event.stream_id, [(b":status", b"404")], end_stream=True)
+
+    def _session_config(self, query: str) -> tuple[SessionConfig, str | None]:
+        """The config of a session opened with ``query`` (the CONNECT path's query string):
+        ``cc=SCHEME`` (one of :data:`SESSION_SCHEMES`) opens the session with that scheme
+        instead of the server's ``--cc`` (``--switch`` applies to ``nuwa`` sessions only).
+        One controller serves a connection, so every open session of a connection has the
+        same scheme. Returns (config, None), or (server config, why it is refused)."""
+        scheme = urllib.parse.parse_qs(query).get("cc", [None])[0]
+        if scheme is None or scheme == self._config.cc:
+            config = self._config
+        elif scheme not in SESSION_SCHEMES:
+            return self._config, f"cc={scheme!r} is not one of {SESSION_SCHEMES}"
+        else:
+            config = dataclasses.replace(
+                self._config, cc=scheme,
+                switch=self._config.switch if scheme == "nuwa" else "none")
+        others = {s.config.cc for s in self.open_sessions()}
+        if others and others != {config.cc}:
+            return self._config, (f"cc={config.cc} on a connection whose sessions use "
+                                  f"{sorted(others)} (one controller per connection)")
+        return config, None
 
     def _refuse_stream(self, stream_id: int) -> None:
         try:
@@ -300,6 +351,10 @@ class NuwaProtocol(QuicConnectionProtocol):
         if not self._pumping:
             self._pumping = True
             try:
+                self._context.monitor_tick(now_us())
+                if self.switcher is not None:
+                    self.switcher.poll(self._quic._loss, self.open_sessions(), now_us(),
+                                       self.peer_port())
                 result = pump(self._sessions.values(), self._frames,
                               self._config.frame_payload_bytes)
                 if result.grant_wake_us is not None:

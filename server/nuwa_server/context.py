@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import IO, TYPE_CHECKING
 
 from .config import PACKET_OVERHEAD_BYTES, SessionConfig, now_us
 from .content import ContentRoot
+from .monitor import FlowMonitor, MonitorReport
 from .oracle_sender import (
     ORACLE_HEADROOM_MS,
     oracle_outstanding_wire_bytes,
@@ -24,6 +26,11 @@ from .session import NuwaSession
 if TYPE_CHECKING:
     from .connection import NuwaProtocol
     from .oracle_wire import OracleReport
+
+logger = logging.getLogger("nuwa_server.context")
+
+MONITOR_INTERVAL_US = 100_000
+"""How often the server's flow monitor samples every open session, µs."""
 
 CLOSED_SESSIONS_KEPT = 16
 """Closed sessions :class:`ServerContext` keeps for inspection (``recent_sessions``);
@@ -59,6 +66,12 @@ class ServerContext:
     oracle_sent_wire_bytes: dict[int, int] = field(default_factory=dict)
     """Oracle mode: UDP payload bytes sent to each peer port (server.py counts them)."""
     _oracle_log: IO[str] | None = None
+    monitor: FlowMonitor = field(default_factory=FlowMonitor)
+    """Every open session's flow (:mod:`.monitor`), keyed by ``NuwaSession.serial``."""
+    monitor_report: MonitorReport | None = None
+    """The monitor's latest report (every :data:`MONITOR_INTERVAL_US`)."""
+    _monitor_next_us: int = 0
+    _monitor_flags: tuple[bool, tuple[int, ...]] = (False, ())
 
     def add_session(self, session: NuwaSession) -> None:
         """Register a newly opened session; it is moved out of ``sessions`` when it closes."""
@@ -142,6 +155,44 @@ class ServerContext:
         for proto in list(self.protocols):
             proto.transmit()
         return window
+
+    def monitor_tick(self, now_us: int) -> MonitorReport | None:
+        """Feed the flow monitor from every open session, at most every
+        :data:`MONITOR_INTERVAL_US` (connections call it from ``transmit``): delivered
+        bytes (the receiver's cumulative count when it grants, else bytes written − QUIC's
+        bytes in flight), aioquic's latest RTT sample, the granted window. Logs a line when
+        the unfair or starving flags change. Returns the new report, or None."""
+        if now_us < self._monitor_next_us:
+            return None
+        self._monitor_next_us = now_us + MONITOR_INTERVAL_US
+        mon = self.monitor
+        live: set[int] = set()
+        for proto in self.protocols:
+            loss = proto._quic._loss
+            for s in proto.open_sessions():
+                fid = s.serial
+                live.add(fid)
+                if fid not in mon._flows:
+                    mon.add_flow(fid, now_us)
+                g = s.grants
+                delivered = g.cum_received_bytes if g.grants_accepted else max(
+                    0, g.bytes_written - int(loss.bytes_in_flight))
+                mon.on_counters(fid, now_us, delivered)
+                if loss._rtt_initialized:
+                    mon.on_rtt(fid, now_us, int(loss._rtt_latest * 1e6))
+                if g.grants_accepted:
+                    mon.on_window(fid, g.window_bytes)
+        for fid in [f for f in mon._flows if f not in live]:
+            mon.remove_flow(fid)
+        report = mon.report(now_us)
+        self.monitor_report = report
+        flags = (report.unfair, report.starving)
+        if flags != self._monitor_flags:
+            self._monitor_flags = flags
+            logger.info("monitor: flows=%d jain=%s unfair=%s starving=%s", len(report.flows),
+                        None if report.jain_index is None else round(report.jain_index, 3),
+                        report.unfair, list(report.starving))
+        return report
 
     def close_oracle_log(self) -> None:
         """Flush and close ``oracle.jsonl`` (idempotent)."""

@@ -45,8 +45,9 @@ from aioquic.h3.connection import H3_ALPN
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.logger import QuicFileLogger
 
+from .cc.switching import SWITCH_MODES
 from .certs import CertInfo, ensure_dev_cert, load_cert_info
-from .config import CC_MODES, CEILINGS, SessionConfig
+from .config import CC_MODES, CEILINGS, SENDER_CCS, SWITCHES, SessionConfig
 from .connection import NuwaProtocol
 from .context import ServerContext
 from .logformat import configure_logging
@@ -304,6 +305,14 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--pbq-model", default=None,
                    help="pbq mode: the agent's ONNX model (default: the checkout's models/pbq.onnx;"
                    " missing or unusable: plain BBR, logged)")
+    p.add_argument("--switch", choices=SWITCHES, default="none",
+                   help="--cc nuwa: live switching between receiver-driven and sender-driven "
+                   "control by the rule of switch_policy.py (default none)")
+    p.add_argument("--switch-mode", choices=SWITCH_MODES, default="unrestricted",
+                   help="what a switch carries over: unrestricted (all controller state) or "
+                   "limited (connection-level state only) (default unrestricted)")
+    p.add_argument("--sender-cc", choices=SENDER_CCS, default="cubic",
+                   help="the controller while sender-driven (default cubic)")
     p.add_argument("--oracle-port", type=int, default=0,
                    help="oracle mode: UDP port on 127.0.0.1 for capacity reports (0: any)")
     p.add_argument("--oracle-headroom-ms", type=float, default=ORACLE_HEADROOM_MS,
@@ -362,6 +371,9 @@ async def _run(args: argparse.Namespace) -> int:
         max_datagram_bytes=args.max_datagram_bytes,
         grant_timeout_us=int(args.grant_timeout_ms * 1000),
         pbq_model=args.pbq_model,
+        switch=args.switch,
+        switch_mode=args.switch_mode,
+        sender_cc=args.sender_cc,
     )
     if bool(args.cert) != bool(args.key):
         raise ValueError("--cert and --key go together")

@@ -93,6 +93,9 @@ class NuwaSession:
         self.rtt_min_us: int | None = None
         self.rtt_last_us: int | None = None
         self.rtt_samples = 0
+        self.switches = 0
+        """Live controller switches of this session's connection while it was open
+        (:mod:`.switcher`)."""
         self.closed = False
         self.close_reason = ""
         self.end_time_us: int | None = None
@@ -310,6 +313,7 @@ class NuwaSession:
             "session_id": self.session_id,
             "cc": self.config.cc,
             "grants_enforced": g.config.enforce,
+            "switches": self.switches,
             "start_time_us": self.start_time_us,
             "end_time_us": end,
             "duration_s": (end - self.start_time_us) / 1e6,

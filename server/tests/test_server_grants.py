@@ -165,3 +165,30 @@ def test_cubic_mode_ignores_grants(tmp_path: Path) -> None:
         return session.grants.bytes_written - session.grants.cum_received_bytes
 
     run(main())
+
+
+def test_a_session_opens_with_its_own_scheme(tmp_path: Path) -> None:
+    """/nuwa?cc=cubic on a nuwa server: the session runs aioquic Cubic and ignores a tiny
+    grant; an unknown scheme is refused with 400; a second session of another scheme on the
+    same connection too (one controller per connection)."""
+    from aioquic.quic.congestion.cubic import CubicCongestionControl
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="nuwa") as server:
+            async with wt_client(server) as bad:
+                assert await bad.open_session("/nuwa?cc=vegas") == 400
+            async with wt_client(server) as client:
+                assert await client.open_session("/nuwa?cc=cubic") == 200
+                client.send_grant(Grant(1, 1, 0, 1200))
+                await asyncio.sleep(0.05)
+                sid = client.request({"v": 1, "op": "bulk", "size_bytes": 300_000})
+                result = await client.wait(sid)
+                assert result.body == bulk_bytes(300_000)
+                session = server.context.sessions[-1]
+                assert session.config.cc == "cubic" and not session.grants.config.enforce
+                proto = server.context.protocols[-1]
+                assert type(proto._quic._loss._cc) is CubicCongestionControl
+                client._connect_done.clear()
+                assert await client.open_session("/nuwa?cc=nuwa") == 400
+
+    run(main())

@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="downlink log (mahimahi format); sidecar LOG.meta.json is written beside it",
     )
     p.add_argument("--summary-json", help="write the run summary here on exit")
+    p.add_argument("--flow-log", help="write every downlink departure per client flow here "
+                   "(JSON: departure ms, bytes, queuing delay ms; relay.write_flow_log)")
     p.add_argument("--duration", type=_pos_float, help="stop after this many seconds")
     p.add_argument(
         "--spin-us",
@@ -219,6 +221,7 @@ def config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> Relay
         oracle_interval_ms=a.oracle_interval_ms,
         oracle_window_ms=a.oracle_window_ms,
         routes=tuple(routes),
+        flow_log_path=Path(a.flow_log) if a.flow_log else None,
     )
 
 
@@ -232,6 +235,8 @@ def tcp_config_from_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> T
         p.error("--tcp: --oracle-to is not supported")
     if a.route:
         p.error("--tcp: --route is not supported (one server)")
+    if a.flow_log:
+        p.error("--tcp: --flow-log is not supported")
     cfg = config_from_args(p, a)
     if a.queue_bytes is not None:
         limit = a.queue_bytes

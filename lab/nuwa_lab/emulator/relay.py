@@ -104,6 +104,11 @@ class RelayConfig:
     routes: tuple[tuple[tuple[str, int], tuple[str, int]], ...] = ()
     """Extra (listen, server) pairs behind the same bottleneck; route 0 is
     (``listen``, ``server``), these are routes 1, 2, ..."""
+    flow_log_path: Path | None = None
+    """When set, every downlink departure is kept per client flow (departure opportunity ms,
+    UDP payload bytes, queuing delay ms = departure − arrival at the queue) and written here
+    as JSON at the end (:func:`write_flow_log`): the per-flow view of the log, for
+    mixed-flow runs (``./nuwa mix``)."""
 
 
 @dataclass
@@ -116,6 +121,9 @@ class FlowStats:
     client: str
     delivered_bytes: int
     dropped_bytes: int
+    upstream_port: int = 0
+    """Port of the relay's socket toward the server: the flow's peer port as the server
+    sees it (how a server's session log is matched to a flow)."""
 
 
 @dataclass
@@ -141,6 +149,25 @@ class RunStats:
     link_counters: dict[str, int] = field(default_factory=dict)
     oracle_reports: int = 0
     flows: list[FlowStats] = field(default_factory=list)
+
+
+def write_flow_log(path: Path, flows: list[FlowStats],
+                   departures: list[tuple[list[float], list[int], list[float]]]) -> None:
+    """Write the per-flow departures as JSON: ``{"flows": [{route, listen_port, server,
+    client, delivered_bytes, dropped_bytes, depart_ms: [...], size_bytes: [...],
+    queue_delay_ms: [...]}, ...]}``, times on the log's clock (ms since
+    ``base_timestamp_ms``), queuing delay = departure opportunity − arrival at the queue
+    (the log's definition, :mod:`.analysis`), sizes in UDP payload bytes. ``departures[i]``
+    belongs to ``flows[i]``. Raises ``OSError`` if it cannot be written."""
+    import json
+
+    out = []
+    for f, (dep, size, qd) in zip(flows, departures, strict=True):
+        out.append({**vars(f), "depart_ms": [round(x, 3) for x in dep], "size_bytes": size,
+                    "queue_delay_ms": [round(x, 3) for x in qd]})
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"flows": out}, separators=(",", ":")))
+    tmp.replace(path)
 
 
 def format_hostport(host: str, port: int) -> str:
@@ -190,6 +217,8 @@ class Relay:
         # that left the bottleneck toward it / that the queue dropped (issue 13 item 3)
         self._delivered_bytes: dict[ClientKey, int] = {}
         self._dropped_bytes: dict[ClientKey, int] = {}
+        # per-flow departures (flow_log_path): client -> ([depart ms], [bytes], [queue ms])
+        self._departures: dict[ClientKey, tuple[list[float], list[int], list[float]]] = {}
 
     def request_stop(self) -> None:
         """Ask :meth:`run` to finish (within ``max_block_ms``)."""
@@ -320,6 +349,8 @@ class Relay:
         route_of = self._route_of
         delivered = self._delivered_bytes
         dropped = self._dropped_bytes
+        record = cfg.flow_log_path is not None
+        departures = self._departures
         sel = select.select
         fds = self._fds
         no_fds: list[socket.socket] = []
@@ -340,6 +371,13 @@ class Relay:
                             last_opp = d.departure_ms
                             hist.add(send_ms - last_opp)
                         delivered[d.item[1]] = delivered.get(d.item[1], 0) + len(d.item[0])
+                        if record:
+                            rec = departures.get(d.item[1])
+                            if rec is None:
+                                rec = departures[d.item[1]] = ([], [], [])
+                            rec[0].append(d.departure_ms)
+                            rec[1].append(d.size_bytes)
+                            rec[2].append(d.departure_ms - d.arrival_ms)
                         try:
                             listens[d.item[1][0]].sendto(d.item[0], d.item[1][1])
                         except OSError:
@@ -442,6 +480,9 @@ class Relay:
             st.link_counters = dict(vars(down.counters))
             st.rx_fallbacks = self._rx.fallbacks
             st.flows = self._flow_stats()
+            if cfg.flow_log_path is not None:
+                write_flow_log(cfg.flow_log_path, st.flows, [
+                    self._departures.get(key, ([], [], [])) for key in self._upstream])
             if oracle_sock is not None:
                 oracle_sock.close()
             self._close()
@@ -464,7 +505,8 @@ class Relay:
                                  format_hostport(*self._routes[route][1]),
                                  format_hostport(str(addr[0]), int(addr[1])),
                                  self._delivered_bytes.get(key, 0),
-                                 self._dropped_bytes.get(key, 0)))
+                                 self._dropped_bytes.get(key, 0),
+                                 int(self._upstream[key].getsockname()[1])))
         return out
 
     def _read_clients(self, listen: socket.socket, now: float) -> None:

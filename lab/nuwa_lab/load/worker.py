@@ -42,11 +42,14 @@ class Worker:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if not self.pending:
+        # a data chunk with no whole frame (a frame split by a repair) leaves an empty list
+        pending = {sid: frames for sid, frames in self.pending.items() if frames}
+        if not pending:
+            self.pending = {}
             return
         t = now_us()
-        first_recv = min(frames[1] for frames in self.pending.values())
-        batch = [[sid, frames] for sid, frames in self.pending.items()]
+        first_recv = min(frames[1] for frames in pending.values())
+        batch = [[sid, frames] for sid, frames in pending.items()]
         self.pending = {}
         self.bridge.request(
             {"o": "f", "t": t, "s": batch}, lambda r: self._on_decisions(r, first_recv)

@@ -33,8 +33,11 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
+from nuwa_server.config import SessionConfig
 from nuwa_server.grants import GrantConfig, GrantState, WriteBudget
 from nuwa_server.protocol import Grant
+from nuwa_server.switch_policy import RuleSwitchPolicy
+from nuwa_server.switcher import POLL_INTERVAL_US, set_control_mode
 
 from .core import Path, WirePacket
 from .quic import FRAME_BYTES, QuicReceiver, QuicSender
@@ -82,17 +85,24 @@ class Bridge:
 class NuwaSender(QuicSender):
     """The server side of a Nuwa flow (module doc)."""
 
-    def __init__(self, path: Path, flow: int, start_ms: float) -> None:
+    def __init__(self, path: Path, flow: int, start_ms: float, switch: str = "none") -> None:
         super().__init__(path, flow, CEILING_NAME, start_ms)
         self.grants = GrantState(GrantConfig(enforce=True), start_time_us=int(start_ms * 1000))
         self._budget: WriteBudget | None = None
         self._grant_seq = 0
+        # --switch rule: the server's rule (nuwa_server.switch_policy) and swap
+        # (nuwa_server.switcher.set_control_mode), fed as ConnectionSwitcher feeds them
+        self.switch_config = SessionConfig(switch=switch).validate()
+        self.policy = RuleSwitchPolicy(int(start_ms * 1000)) if switch == "rule" else None
+        self._rtt_min_us: int | None = None
+        self._next_poll_us = 0
+        self.switch_log: list[tuple[float, str]] = []
 
-    @property
-    def _ceiling(self) -> NuwaCeilingCongestionControl:
+    def _window_limited(self) -> None:
+        """Tell the Cubic ceiling its window is in use (other controllers: nothing)."""
         cc = self.recovery._cc
-        assert isinstance(cc, NuwaCeilingCongestionControl)
-        return cc
+        if isinstance(cc, NuwaCeilingCongestionControl):
+            cc.on_window_limited()
 
     def may_send_new(self, now_s: float) -> bool:
         """The grant rule of ``send_loop.pump`` for one session (module doc)."""
@@ -103,7 +113,7 @@ class NuwaSender(QuicSender):
         if not budget.allows(FRAME_BYTES, ceiling):
             window = budget.window_bytes
             if window is not None and budget.allows(FRAME_BYTES, window):
-                self._ceiling.on_window_limited()
+                self._window_limited()
             g = self.grants
             since = g.last_grant_time_us if g.last_grant_time_us is not None else g.start_time_us
             wake_us = since + (g.fallback_level(t_us) + 1) * g.config.grant_timeout_us
@@ -114,7 +124,7 @@ class NuwaSender(QuicSender):
 
     def on_pacer_held(self) -> None:
         """The pacer held a frame the grant allowed: the window is in use (send_loop.pump)."""
-        self._ceiling.on_window_limited()
+        self._window_limited()
 
     def on_sent_new(self, now_s: float) -> None:
         """Count the frame against the grant (``GrantState.on_frame_written``)."""
@@ -125,9 +135,30 @@ class NuwaSender(QuicSender):
                  receiver_us: int) -> None:
         """A grant datagram reached the server now."""
         self._grant_seq += 1
-        self.grants.on_grant(Grant(self._grant_seq, receiver_us, cum_bytes, window_bytes,
-                                   echo_us, hold_us), int(self.sim.now_ms * 1000))
+        t_us = int(self.sim.now_ms * 1000)
+        decision = self.grants.on_grant(Grant(self._grant_seq, receiver_us, cum_bytes,
+                                              window_bytes, echo_us, hold_us), t_us)
+        if self.policy is not None:
+            self._switch_step(decision.window_bytes, decision.rtt_us, t_us)
         self.try_send()
+
+    def _switch_step(self, window_bytes: int, rtt_us: int | None, t_us: int) -> None:
+        """ConnectionSwitcher.on_grant then .poll (every POLL_INTERVAL_US), in sim time."""
+        assert self.policy is not None
+        qd = None
+        if rtt_us is not None:
+            self._rtt_min_us = rtt_us if self._rtt_min_us is None else min(self._rtt_min_us,
+                                                                            rtt_us)
+            qd = rtt_us - self._rtt_min_us
+        self.policy.observe(t_us, window_bytes, qd)
+        if t_us < self._next_poll_us:
+            return
+        self._next_poll_us = t_us + POLL_INTERVAL_US
+        target = self.policy.decide(t_us)
+        if target is not None:
+            set_control_mode(self.recovery, [self.grants], self.switch_config, target, t_us)
+            self.policy.switched(t_us, target)
+            self.switch_log.append((t_us / 1e6, target))
 
 
 class NuwaReceiver(QuicReceiver):
@@ -185,8 +216,10 @@ class NuwaReceiver(QuicReceiver):
 
 
 def make_nuwa_flow(path: Path, flow: int, start_ms: float, ack_every: int,
-                   max_ack_delay_ms: float, bridge: Bridge) -> tuple[NuwaSender, NuwaReceiver]:
+                   max_ack_delay_ms: float, bridge: Bridge, switch: str = "none"
+                   ) -> tuple[NuwaSender, NuwaReceiver]:
     """A Nuwa flow's sender and receiver; its controller is session ``flow`` of ``bridge``
-    (one bridge serves every Nuwa flow of a run)."""
-    sender = NuwaSender(path, flow, start_ms)
+    (one bridge serves every Nuwa flow of a run); ``switch``: ``none`` or ``rule`` (the
+    server's ``--switch``)."""
+    sender = NuwaSender(path, flow, start_ms, switch)
     return sender, NuwaReceiver(path, sender, bridge, ack_every, max_ack_delay_ms)

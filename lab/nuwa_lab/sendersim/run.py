@@ -51,12 +51,18 @@ ONNX model (None: the checkout's ``models/pbq.onnx``; :mod:`.agents`)."""
     pbq_model: str | None = None
 
 
-def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]:
+def simulate(schemes: list[str], trace: Trace, cfg: SimConfig,
+             switch: str = "none") -> dict[str, Any]:
     """Run the flows ``schemes`` (names of :func:`.schemes.schemes`) over ``trace``.
 
-    Returns the dict of :func:`.metrics.summarize` plus ``config``. Raises ValueError on an
-    unknown scheme, no flows or a duration ≤ 0.
+    ``switch``: ``none``, or ``rule`` (each Nuwa flow's sender runs the server's
+    ``--switch rule``: ``nuwa_server.switch_policy`` and ``switcher.set_control_mode``).
+    Returns the dict of :func:`.metrics.summarize` plus ``config``, with each flow's
+    ``switches`` and ``switch_log`` [[t_s, mode], ...]. Raises ValueError on an unknown
+    scheme or switch, no flows or a duration ≤ 0.
     """
+    if switch not in ("none", "rule"):
+        raise ValueError(f"switch must be none or rule, got {switch!r}")
     if not schemes:
         raise ValueError("simulate: no flows")
     if cfg.duration_s <= 0:
@@ -74,7 +80,7 @@ def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]
             start_ms = ((cfg.first_start_s + i * cfg.start_gap_s) * 1000
                         + rng.uniform(0, START_JITTER_MS))
             starts_ms.append(start_ms)
-            receiver = _make_flow(path, scheme, start_ms, cfg, closers, bridges)
+            receiver = _make_flow(path, scheme, start_ms, cfg, closers, bridges, switch)
             receivers.append(receiver)
         sim.run_until(cfg.duration_s * 1000)
     finally:
@@ -83,13 +89,17 @@ def simulate(schemes: list[str], trace: Trace, cfg: SimConfig) -> dict[str, Any]
     end_ms = int(cfg.duration_s * 1000)
     out = summarize(schemes, starts_ms, [(r.delivered_ms, r.delivered_bytes) for r in receivers],
                     path.truth, trace, end_ms, min(starts_ms) + cfg.warmup_s * 1000)
-    out["config"] = {"schemes": schemes, "trace": trace.name, **cfg.__dict__}
+    out["config"] = {"schemes": schemes, "trace": trace.name, "switch": switch, **cfg.__dict__}
+    for f, r in zip(out["flows"], receivers, strict=True):
+        log = getattr(getattr(r, "nuwa_sender", None), "switch_log", [])
+        f["switches"] = len(log)
+        f["switch_log"] = [[round(t, 3), m] for t, m in log]
     return out
 
 
 def _make_flow(path: Path, scheme: str, start_ms: float, cfg: SimConfig,
-               closers: list[Callable[[], None]], bridges: list[Any] | None = None
-               ) -> QuicReceiver:
+               closers: list[Callable[[], None]], bridges: list[Any] | None = None,
+               switch: str = "none") -> QuicReceiver:
     """Build one flow's sender and receiver on ``path``; returns the receiver (attached)."""
     flow = len(path.receivers)
     receiver: QuicReceiver
@@ -102,7 +112,7 @@ def _make_flow(path: Path, scheme: str, start_ms: float, cfg: SimConfig,
             bridges.append(Bridge())
             closers.append(bridges[0].close)  # closers run last first: after the sessions
         _, nuwa_receiver = make_nuwa_flow(path, flow, start_ms, cfg.ack_every,
-                                          cfg.max_ack_delay_ms, bridges[0])
+                                          cfg.max_ack_delay_ms, bridges[0], switch)
         closers.append(nuwa_receiver.close)
         receiver = nuwa_receiver
     else:

@@ -1,0 +1,187 @@
+"""The rule-based switching policy for a Nuwa flow (issue 18 item 3's fallback rule): when
+to move between receiver-driven control (the receiver's grants bind) and sender-driven
+control (grants advisory, a loss-based controller governs), with hysteresis.
+
+Why: Nuwa is delay-convergent. Next to a buffer-filling (loss-based) flow, its receiver sees
+a queue it cannot drain and shrinks its window to the floor; the competitor keeps the
+queue full, so Nuwa starves (Arun, Alizadeh & Balakrishnan, SIGCOMM 2022, §2: a
+delay-convergent CCA starves when the delay it sees is not of its own making). The signal
+is one only a receiver-driven server has: **the queuing delay its grants show (each
+grant's echo RTT − the connection's min RTT) never drains below X for Y seconds.** Alone,
+Nuwa holds its queue near Td (25 ms) and drains it whenever its window is small; but on a
+slow stretch of a cellular trace its own few packets can hold a queue above X, and then the
+rule fires on a lone flow (5 of the 18 dev traces in the simulator, docs/BENCHMARKS.md).
+An optional second condition, the receiver's window sitting at its floor
+(``floor_window_bytes``), cut that to 3 of 18 but missed the competitor whenever Nuwa's
+receiver kept its window above the floor next to it (it takes part of a standing queue for
+base delay): in the simulator at 20 Mbit/s and in 2+2, and end to end at 10 Mbit/s once the
+receivers' frame reports were fixed (Nuwa at 0.17 of the link, window off the floor, no
+switch). It is off by default; on a probe (receiver-driven again after sender-driven) it
+never applies. By Little's law a flow's own window, rate and RTT look alike in both cases:
+what differs is who else is in the queue; loss is the next signal to try.
+
+Rule (times µs; :class:`RuleConfig` holds the values):
+
+* receiver → sender: in receiver-driven mode for at least ``hold_us`` (Y) and
+  ``min_dwell_us``, with at least ``min_samples`` queuing-delay samples in the last Y, every
+  one of them ≥ ``queue_floor_ms`` (X: the queue never drained), and, when
+  ``floor_window_bytes`` is set and the flow is not on a probe, at least ``floor_share`` of
+  the window observations in the last Y at or below it. No samples (an outage) is no
+  evidence: no switch.
+* sender → receiver (the competitor may have left; a loss-based controller fills the queue
+  itself, so the queue cannot tell): a probe back to receiver-driven after ``probe_us``
+  in sender-driven mode. If the condition holds again within ``2 × hold_us`` of the probe,
+  the probe failed and the next wait doubles (up to ``probe_max_us``); a probe that lasts
+  longer resets the wait to ``probe_us``. This is the hysteresis: at most one switch per
+  ``min_dwell_us``, and a competitor that stays costs one probe of about Y per
+  ``probe_max_us`` at most.
+
+Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
+:meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+ControlMode = Literal["receiver", "sender"]
+RECEIVER: ControlMode = "receiver"
+SENDER: ControlMode = "sender"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleConfig:
+    """The rule's thresholds (module doc).
+
+    Attributes:
+        floor_window_bytes: when set (e.g. 4800, four 1200-byte frames; the controller's
+            floor is one frame, ``min_window_bytes``), a granted window at or below this is
+            at the floor and the first detection also needs the window to sit there; None
+            (the default): the queue alone decides (module doc: why).
+        floor_share: share of window observations at the floor that counts as "sits".
+        queue_floor_ms: X, ms: the queue "never drains" when every queuing-delay sample of
+            the last Y is at least this (2 × Nuwa's default Td of 25 ms: alone, Nuwa holds
+            its queue near Td and drains it when its window is small).
+        hold_us: Y, µs.
+        min_samples: queuing-delay samples needed in the last Y (fewer: no evidence).
+        min_dwell_us: no switch sooner than this after the last one, µs.
+        probe_us / probe_max_us: sender-driven time before a probe back, first and at most
+            (each probe costs the flow about Y at a small window while a competitor stays;
+            20 s gave Nuwa 40 % next to Cubic in the simulator where 10 s gave 31 %).
+    """
+
+    floor_window_bytes: int | None = None
+    floor_share: float = 0.9
+    queue_floor_ms: float = 50.0
+    hold_us: int = 3_000_000
+    min_samples: int = 20
+    min_dwell_us: int = 2_000_000
+    probe_us: int = 20_000_000
+    probe_max_us: int = 80_000_000
+
+    def validate(self) -> RuleConfig:
+        """Return self or raise ValueError naming the bad field."""
+        if self.floor_window_bytes is not None and self.floor_window_bytes <= 0:
+            raise ValueError(f"floor_window_bytes must be > 0, got {self.floor_window_bytes}")
+        if not 0 < self.floor_share <= 1:
+            raise ValueError(f"floor_share must be in (0, 1], got {self.floor_share}")
+        if not self.queue_floor_ms > 0:
+            raise ValueError(f"queue_floor_ms must be > 0, got {self.queue_floor_ms}")
+        if self.hold_us <= 0 or self.min_dwell_us < 0 or self.min_samples < 1:
+            raise ValueError("hold_us must be > 0, min_dwell_us >= 0, min_samples >= 1")
+        if not 0 < self.probe_us <= self.probe_max_us:
+            raise ValueError(f"need 0 < probe_us <= probe_max_us, got {self.probe_us}, "
+                             f"{self.probe_max_us}")
+        return self
+
+
+class RuleSwitchPolicy:
+    """One flow's rule (module doc). ``mode`` is the mode in force; call :meth:`switched`
+    after acting on a decision (the caller may refuse one, e.g. for a connection that is
+    closing)."""
+
+    def __init__(self, now_us: int, config: RuleConfig | None = None,
+                 mode: ControlMode = RECEIVER) -> None:
+        self.config = (config or RuleConfig()).validate()
+        self.mode: ControlMode = mode
+        self.since_us = now_us
+        self.switches = 0
+        self._windows: deque[tuple[int, int]] = deque()
+        self._qd: deque[tuple[int, int]] = deque()
+        self._probe_wait_us = self.config.probe_us
+        self._probing_since_us: int | None = None
+
+    def observe(self, now_us: int, window_bytes: int | None = None,
+                queuing_delay_us: int | None = None) -> None:
+        """A granted window (bytes) and/or a queuing-delay sample (µs) at ``now_us``."""
+        if window_bytes is not None:
+            self._windows.append((now_us, window_bytes))
+        if queuing_delay_us is not None:
+            self._qd.append((now_us, queuing_delay_us))
+        edge = now_us - self.config.hold_us
+        while self._windows and self._windows[0][0] < edge:
+            self._windows.popleft()
+        while self._qd and self._qd[0][0] < edge:
+            self._qd.popleft()
+
+    def competitor_evidence(self, now_us: int) -> bool:
+        """The receiver-driven condition over the last Y (module doc)."""
+        c = self.config
+        self.observe(now_us)
+        qd = [q for t, q in self._qd]
+        if len(qd) < c.min_samples or min(qd) < c.queue_floor_ms * 1000:
+            return False
+        if c.floor_window_bytes is None or self._probing_since_us is not None:
+            return True
+        if not self._windows:
+            return False
+        at_floor = sum(1 for _, w in self._windows if w <= c.floor_window_bytes)
+        return at_floor >= c.floor_share * len(self._windows)
+
+    def decide(self, now_us: int) -> ControlMode | None:
+        """The mode to switch to now, or None to stay (module doc)."""
+        c = self.config
+        in_mode = now_us - self.since_us
+        if (self.mode == RECEIVER and self._probing_since_us is not None
+                and now_us - self._probing_since_us > self._probe_span_us):
+            # the probe held: the competitor left; back to the first detection's rule
+            self._probing_since_us = None
+            self._probe_wait_us = c.probe_us
+        if in_mode < c.min_dwell_us:
+            return None
+        if self.mode == RECEIVER:
+            if in_mode >= c.hold_us and self.competitor_evidence(now_us):
+                return SENDER
+            return None
+        return RECEIVER if in_mode >= self._probe_wait_us else None
+
+    def switched(self, now_us: int, mode: ControlMode) -> None:
+        """The caller moved the flow to ``mode`` at ``now_us``; updates the probe backoff."""
+        c = self.config
+        if mode == self.mode:
+            return
+        if mode == SENDER and self._probing_since_us is not None:
+            if now_us - self._probing_since_us <= self._probe_span_us:
+                self._probe_wait_us = min(2 * self._probe_wait_us, c.probe_max_us)
+            else:
+                self._probe_wait_us = c.probe_us
+            self._probing_since_us = None
+        elif mode == RECEIVER:
+            self._probing_since_us = now_us
+        self.mode = mode
+        self.since_us = now_us
+        self.switches += 1
+        self._windows.clear()
+        self._qd.clear()
+
+    @property
+    def _probe_span_us(self) -> int:
+        """A probe that lasts longer than this without a switch back has held, µs."""
+        return 2 * self.config.hold_us + self.config.min_dwell_us
+
+    @property
+    def probe_wait_us(self) -> int:
+        """The sender-driven time before the next probe, µs."""
+        return self._probe_wait_us

@@ -1,0 +1,110 @@
+"""Switching a Nuwa connection between receiver-driven and sender-driven control, live
+(issue 18 items 1 and 3): the glue between one QUIC connection, its sessions, the rule
+policy (:mod:`.switch_policy`) and the controller swap (:mod:`.cc.switching`).
+
+* **receiver-driven** (the Nuwa mode): grants bind (``GrantConfig.enforce``), the ceiling
+  (``SessionConfig.quic_congestion_control``: the Cubic ceiling or BBR) is only a cap;
+* **sender-driven**: grants are advisory (still parsed, applied and logged, so the
+  receiver's window and cumulative count stay current for the way back), and the
+  connection's controller becomes ``SessionConfig.sender_cc`` (aioquic Cubic or BBR), which
+  alone governs.
+
+A switch swaps the controller in ``SessionConfig.switch_mode`` (unrestricted by default:
+the Cubic ceiling is a Cubic, so its W_max, epoch and window carry over exactly) and flips
+``enforce`` on every open session of the connection (one controller per connection). The
+server logs each switch as ``controller switch peer_port=P session=... from=... to=...``
+(``./nuwa mix`` counts those lines).
+
+Sans-I/O apart from the aioquic objects it is handed: the caller passes ``now_us``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable
+
+from aioquic.quic.recovery import QuicPacketRecovery
+
+from .cc.switching import SWITCH_MODES, SwitchRecord, switch_controller
+from .config import SessionConfig
+from .grants import GrantDecision, GrantState
+from .session import NuwaSession
+from .switch_policy import RECEIVER, SENDER, ControlMode, RuleSwitchPolicy
+
+logger = logging.getLogger("nuwa_server.switcher")
+
+POLL_INTERVAL_US = 50_000
+"""How often a connection's policy is asked for a decision, µs."""
+
+
+def set_control_mode(loss: QuicPacketRecovery, grants: Iterable[GrantState],
+                     config: SessionConfig, mode: ControlMode, now_us: int) -> SwitchRecord:
+    """Move a connection to ``mode`` now: swap its controller (receiver-driven: the
+    ceiling; sender-driven: ``config.sender_cc``) in ``config.switch_mode`` and set the
+    enforcement of every session's grants (``grants``: each session's
+    :class:`~.grants.GrantState`). Returns the swap's record. Raises ValueError on an
+    unknown mode or controller."""
+    if mode == RECEIVER:
+        to_cc, enforce = config.quic_congestion_control, True
+    elif mode == SENDER:
+        to_cc, enforce = config.sender_cc, False
+    else:
+        raise ValueError(f"mode must be receiver or sender, got {mode!r}")
+    switch_mode = config.switch_mode
+    if switch_mode not in SWITCH_MODES:
+        raise ValueError(f"switch_mode must be one of {SWITCH_MODES}, got {switch_mode!r}")
+    record = switch_controller(loss, to_cc, switch_mode, now_us / 1e6)  # type: ignore[arg-type]
+    for g in grants:
+        g.config = dataclasses.replace(g.config, enforce=enforce)
+    return record
+
+
+class ConnectionSwitcher:
+    """One connection's rule policy and its inputs (module doc)."""
+
+    def __init__(self, config: SessionConfig, now_us: int) -> None:
+        self.config = config
+        self.policy = RuleSwitchPolicy(now_us)
+        self.records: list[SwitchRecord] = []
+        self._next_poll_us = now_us
+
+    @property
+    def mode(self) -> ControlMode:
+        """The control mode in force."""
+        return self.policy.mode
+
+    def on_grant(self, session: NuwaSession, decision: GrantDecision, now_us: int) -> None:
+        """An accepted grant: its window and the queuing delay its echo shows (RTT sample
+        − the session's min RTT, µs) go to the policy."""
+        if not decision.accepted:
+            return
+        qd = None
+        if decision.rtt_us is not None and session.rtt_min_us is not None:
+            qd = decision.rtt_us - session.rtt_min_us
+        self.policy.observe(now_us, decision.window_bytes, qd)
+
+    def poll(self, loss: QuicPacketRecovery, sessions: list[NuwaSession], now_us: int,
+             peer_port: int | None) -> SwitchRecord | None:
+        """At most every :data:`POLL_INTERVAL_US`: ask the policy; act on its decision.
+        Returns the switch's record, or None."""
+        if now_us < self._next_poll_us or not sessions:
+            return None
+        self._next_poll_us = now_us + POLL_INTERVAL_US
+        target = self.policy.decide(now_us)
+        if target is None:
+            return None
+        record = set_control_mode(loss, [s.grants for s in sessions], self.config, target,
+                                  now_us)
+        self.policy.switched(now_us, target)
+        self.records.append(record)
+        for s in sessions:
+            s.switches += 1
+            s.log.event("switch", t_us=now_us, to_mode=target, from_cc=record.from_cc,
+                        to_cc=record.to_cc, switch_mode=record.mode,
+                        cwnd_bytes=record.congestion_window_bytes,
+                        bytes_in_flight=record.bytes_in_flight)
+        logger.info("controller switch peer_port=%s session=%s to=%s from_cc=%s to_cc=%s "
+                    "mode=%s cwnd=%d", peer_port, sessions[0].name, target, record.from_cc,
+                    record.to_cc, record.mode, record.congestion_window_bytes)
+        return record
