@@ -153,10 +153,17 @@ def test_the_product_installs_alone_and_serves_a_bulk_run_through_the_emulator(
                            check=True, capture_output=True, text=True, cwd=tmp_path).stdout
     assert where.startswith(str(py.parent.parent)), where  # the installed copy, not the tree
 
-    out = tmp_path / "run"
-    out.mkdir()
-    received = run(_bulk_through_emulator(py, out))
-    emu = json.loads((out / "emulator.json").read_text())
+    # An emulator that could not keep time voids the measurement (p99 lateness > 2 ms, its own
+    # check): it is measured again, once, as the e2e suite does (e2e/src/valid-run.ts); the
+    # validity of the run kept is still asserted below.
+    for attempt in (1, 2):
+        out = tmp_path / f"run-{attempt}"
+        out.mkdir()
+        received = run(_bulk_through_emulator(py, out))
+        emu = json.loads((out / "emulator.json").read_text())
+        if emu["valid"]:
+            break
+        print(f"emulator invalid ({emu.get('invalid_reasons')}): measuring again")
     (session_dir,) = (out / "server").iterdir()
     summary = json.loads((session_dir / "summary.json").read_text())
     assert summary["cc"] == "nuwa" and summary["grants_accepted"] > 100, summary
