@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 from aioquic.asyncio.client import connect
+from reliability_helpers import _stop
 from wt_harness import WtClient, client_configuration, run
 
 from nuwa_server.protocol import Grant
@@ -91,14 +91,6 @@ async def _start_ready(argv: list[str], stderr_path: Path) -> tuple[Any, dict[st
             return proc, obj
 
 
-async def _stop(proc: Any) -> None:
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), 20)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
 
 
 async def _bulk_through_emulator(product_py: Path, out: Path) -> int:
