@@ -26,9 +26,10 @@ PACKET_OVERHEAD_BYTES = 50
 
 CC_MODES = ("nuwa", "cubic", "reno", "bbr", "pbq", "oracle")
 
-SESSION_SCHEMES = ("nuwa", "cubic", "reno", "bbr")
-"""Schemes a session may open with (``/nuwa?cc=SCHEME``, :mod:`.connection`); the oracle
-needs the emulator's reports and stays a server-wide mode."""
+SESSION_SCHEMES = ("nuwa", "cubic", "reno", "bbr", "pbq")
+"""Schemes a session may open with (``/nuwa?cc=SCHEME``, :mod:`.connection`; ``pbq`` starts
+the connection's PBQ agent with the server's ``--pbq-model``); the oracle needs the
+emulator's reports and stays a server-wide mode."""
 
 SWITCHES = ("none", "rule")
 """``--switch``: live switching of a Nuwa connection between receiver-driven and

@@ -109,16 +109,8 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._frames = QuicFrameTransport(self)
         install_controller_pacer(quic._loss)  # BBR: its own pacing rate drives the pacer
         self._pbq_task: asyncio.Task[None] | None = None
-        cc = quic._loss._cc
-        if isinstance(cc, PbqCongestionControl):
-            # docs/PBQ.md: the agent runs every 100 ms off the packet path, one task per connection
-            model = Path(self._config.pbq_model) if self._config.pbq_model else None
-            self.pbq_agent: PbqAgent | None = PbqAgent(
-                cc, load_policy(model), on_window=self.transmit,
-                label=f"connection {self._conn_index}")
-            self._pbq_task = self._loop.create_task(self.pbq_agent.run(self._loop.time))
-        else:
-            self.pbq_agent = None
+        self.pbq_agent: PbqAgent | None = None
+        self._start_pbq_agent()
         self._flood = FloodGuard()
         """Datagrams of all this connection's sessions together (issue 13: opening more
         sessions must not multiply a connection's grant budget)."""
@@ -127,6 +119,18 @@ class NuwaProtocol(QuicConnectionProtocol):
         """The registered name of the connection's controller (``_quic._loss._cc``)."""
         self.switcher: ConnectionSwitcher | None = None
         """``--switch rule``: this connection's policy (created with its first session)."""
+
+    def _start_pbq_agent(self) -> None:
+        """Start the PBQ agent's task if the connection's controller is PBQ and none runs
+        (docs/PBQ.md: every 100 ms off the packet path, one task per connection): at the
+        connection's start under ``--cc pbq``, or when a session opens with ``cc=pbq``."""
+        cc = self._quic._loss._cc
+        if not isinstance(cc, PbqCongestionControl) or self.pbq_agent is not None:
+            return
+        model = Path(self._config.pbq_model) if self._config.pbq_model else None
+        self.pbq_agent = PbqAgent(cc, load_policy(model), on_window=self.transmit,
+                                  label=f"connection {self._conn_index}")
+        self._pbq_task = self._loop.create_task(self.pbq_agent.run(self._loop.time))
 
     def peer_port(self) -> int | None:
         """UDP port of the peer (the emulator's socket for one client), None before a path."""
@@ -238,6 +242,7 @@ class NuwaProtocol(QuicConnectionProtocol):
                 switch_controller(self._quic._loss, config.quic_congestion_control, "limited",
                                   self._loop.time(), from_name=self._cc_name)
                 self._cc_name = config.quic_congestion_control
+                self._start_pbq_agent()
             session = NuwaSession(event.stream_id, name, config,
                                   self._context.content_root, start)
             if self._context.oracle_window_bytes is not None:

@@ -167,6 +167,32 @@ def test_cubic_mode_ignores_grants(tmp_path: Path) -> None:
     run(main())
 
 
+def test_a_session_opens_with_pbq_and_its_agent_decides(tmp_path: Path) -> None:
+    """/nuwa?cc=pbq on a nuwa server: the connection's controller becomes PBQ, its agent
+    starts (the checkout's models/pbq.onnx) and sets the window every 100 ms while a bulk
+    body is served in full; grants do not bind a pbq session."""
+    from nuwa_server.cc.pbq import PbqCongestionControl
+
+    async def main() -> None:
+        async with running_server(tmp_path, cc="nuwa") as server:
+            async with wt_client(server) as client:
+                assert await client.open_session("/nuwa?cc=pbq") == 200
+                client.send_grant(Grant(1, 1, 0, 1200))
+                sid = client.request({"v": 1, "op": "bulk", "size_bytes": 2_000_000})
+                result = await client.wait(sid)
+                assert result.body == bulk_bytes(2_000_000)
+                await asyncio.sleep(0.35)
+                session = server.context.sessions[-1]
+                assert session.config.cc == "pbq" and not session.grants.config.enforce
+                proto = server.context.protocols[-1]
+                cc = proto._quic._loss._cc
+                assert isinstance(cc, PbqCongestionControl)
+                assert proto.pbq_agent is not None and proto.pbq_agent.cc is cc
+                assert cc.agent_active and cc.decisions >= 2, cc.decisions
+
+    run(main())
+
+
 def test_a_session_opens_with_its_own_scheme(tmp_path: Path) -> None:
     """/nuwa?cc=cubic on a nuwa server: the session runs aioquic Cubic and ignores a tiny
     grant; an unknown scheme is refused with 400; a second session of another scheme on the
