@@ -33,7 +33,7 @@ from nuwa_lab.sendersim.quic import WIRE_BYTES, QuicReceiver, QuicSender
 from nuwa_lab.sendersim.schemes import load_plugins, pacer_hook
 from nuwa_server.cc.pbq import INTERVAL_S, PBQ_CC_NAME, STATE_SIZE, PbqCongestionControl
 
-from .scenario import reward, split_traces
+from .scenario import RTT_THRESHOLD, reward, split_traces
 
 EPISODE_STEPS = 300
 """Decisions per episode: 30 s of 100 ms intervals (docs/PBQ.md)."""
@@ -52,16 +52,18 @@ class PbqEnv(gym.Env[np.ndarray, np.ndarray]):
         scenario: fixed scenario keys overriding the draws (``kind`` constant|trace, ``rate_mbps``,
             ``trace``, ``start_s``, ``delay_ms``, ``queue_bdp``, ``loss``, ``competitor``):
             the evaluation's settings.
+        rtt_threshold: the reward's delay constraint, × min RTT (:func:`.scenario.reward`).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, traces: list[Path] | None = None, episode_steps: int = EPISODE_STEPS,
-                 scenario: dict[str, Any] | None = None) -> None:
+                 scenario: dict[str, Any] | None = None, rtt_threshold: float = RTT_THRESHOLD) -> None:
         load_plugins()  # registers pbq, bbr with aioquic
         self.traces = traces if traces is not None else split_traces()[0]
         self.episode_steps = episode_steps
         self.fixed = dict(scenario or {})
+        self.rtt_threshold = rtt_threshold
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (STATE_SIZE,), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
         self._loaded: dict[Path, Trace] = {}
@@ -144,7 +146,7 @@ class PbqEnv(gym.Env[np.ndarray, np.ndarray]):
         obs = self._observe()
         iv = self.cc.last_interval
         assert iv is not None
-        r = reward(iv)
+        r = reward(iv, self.rtt_threshold)
         self.t += 1
         info = {"delivery_mbps": iv.delivery_rate_bytes_per_s * 8 / 1e6, "loss_rate": iv.loss_rate,
                 "rtt_ratio": iv.latest_rtt_s / iv.min_rtt_s if iv.min_rtt_s > 0 else 0.0,

@@ -20,17 +20,18 @@ HELD_OUT_EVERY = 3
 """Every third dev trace (sorted by path, from the third) is held out of training."""
 
 
-def reward(iv: PbqInterval) -> float:
+def reward(iv: PbqInterval, rtt_threshold: float = RTT_THRESHOLD) -> float:
     """The reward of one closed interval (docs/PBQ.md "Reward", the paper's linear utility
     under an RTT constraint): ``U = delivery_rate / max_delivery_rate − 5 · loss_rate``, less
-    ``1 · (latest_RTT / min_RTT − 1.25)`` when that is positive. 0 while no delivery rate is
-    known; U alone while no RTT is."""
+    ``1 · (latest_RTT / min_RTT − rtt_threshold)`` when that is positive (``rtt_threshold``:
+    default :data:`RTT_THRESHOLD`, 1.25). 0 while no delivery rate is known; U alone while no
+    RTT is."""
     if iv.max_delivery_rate_bytes_per_s <= 0:
         return 0.0
     u = iv.delivery_rate_bytes_per_s / iv.max_delivery_rate_bytes_per_s - LOSS_WEIGHT * iv.loss_rate
     if iv.min_rtt_s <= 0:
         return u
-    excess = iv.latest_rtt_s / iv.min_rtt_s - RTT_THRESHOLD
+    excess = iv.latest_rtt_s / iv.min_rtt_s - rtt_threshold
     return u - RTT_PENALTY * excess if excess > 0 else u
 
 

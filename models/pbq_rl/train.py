@@ -9,6 +9,7 @@ replayed by ``models/tests/test_pbq_training.py`` under onnxruntime) and
 ``models/report/pbq-eval.json`` (held-out traces and the random-loss links, PBQ vs BBR).
 
 Usage: python -m pbq_rl.train [--epochs N] [--seed S] [--n-envs E] [--out DIR] [--no-eval] [--save-at 50,100]
+       [--rtt-threshold X]
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from nuwa_server.cc.pbq import FEATURES, FRAMES, INTERVAL_S, STATE_SIZE, STATE_V
 from torch import nn
 
 from .env import EPISODE_STEPS, PbqEnv
-from .scenario import REPO_ROOT, split_traces
+from .scenario import REPO_ROOT, RTT_THRESHOLD, split_traces
 
 EPOCH_STEPS = 1200
 """Steps per PPO rollout: the paper's epoch of 1,200 steps."""
@@ -106,9 +107,11 @@ def make_fixtures(model: Any, path: Path, states: np.ndarray) -> dict[str, Any]:
             "max_diff_at_export": worst}
 
 
-def train(epochs: int, seed: int, n_envs: int, save_at: tuple[int, ...] = ()) -> tuple[Any, dict[str, Any]]:
-    """PPO over :class:`.env.PbqEnv` (training traces), ``epochs`` × :data:`EPOCH_STEPS`; the SB3
-    model is also saved after each epoch of ``save_at`` (``out/rl/pbq-sb3-e{N}.zip``)."""
+def train(epochs: int, seed: int, n_envs: int, save_at: tuple[int, ...] = (),
+          rtt_threshold: float = RTT_THRESHOLD) -> tuple[Any, dict[str, Any]]:
+    """PPO over :class:`.env.PbqEnv` (training traces, the reward's ``rtt_threshold`` × min
+    RTT), ``epochs`` × :data:`EPOCH_STEPS`; the SB3 model is also saved after each epoch of
+    ``save_at`` (``out/rl/pbq-sb3-e{N}.zip``)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -134,7 +137,8 @@ def train(epochs: int, seed: int, n_envs: int, save_at: tuple[int, ...] = ()) ->
                 self.model.save(str(REPO_ROOT / "out" / "rl" / f"pbq-sb3-e{epoch}.zip"))
 
     vec_cls = SubprocVecEnv if n_envs > 1 else DummyVecEnv
-    vec = make_vec_env(PbqEnv, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls)
+    vec = make_vec_env(PbqEnv, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls,
+                       env_kwargs={"rtt_threshold": rtt_threshold})
     model = PPO("MlpPolicy", vec, seed=seed, verbose=0, device="cpu", n_steps=EPOCH_STEPS // n_envs,
                 policy_kwargs=POLICY_KWARGS, **HYPERPARAMS)
     t0 = time.time()
@@ -142,7 +146,8 @@ def train(epochs: int, seed: int, n_envs: int, save_at: tuple[int, ...] = ()) ->
     wall_s = time.time() - t0
     vec.close()
     steps = epochs * EPOCH_STEPS
-    info = {"epochs": epochs, "timesteps": steps, "seed": seed, "n_envs": n_envs, "wall_s": round(wall_s, 1),
+    info = {"epochs": epochs, "timesteps": steps, "seed": seed, "n_envs": n_envs, "rtt_threshold": rtt_threshold,
+            "wall_s": round(wall_s, 1),
             "steps_per_s": round(steps / wall_s, 1), "hyperparams": {**HYPERPARAMS, "n_steps_per_env":
                                                                      EPOCH_STEPS // n_envs},
             "policy": "one hidden layer of 64 tanh units, actor and critic", "torch": torch.__version__,
@@ -159,7 +164,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "models")
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--save-at", default="", help="also save the SB3 model after these epochs (comma list)")
+    ap.add_argument("--rtt-threshold", type=float, default=RTT_THRESHOLD,
+                    help=f"the reward's delay constraint, x min RTT (default {RTT_THRESHOLD})")
     a = ap.parse_args(argv)
+    if not 1.0 <= a.rtt_threshold <= 10.0:
+        ap.error(f"--rtt-threshold must be 1..10 (got {a.rtt_threshold})")
     out: Path = a.out
     out.mkdir(parents=True, exist_ok=True)
     command = "./nuwa train --agent pbq " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -167,11 +176,12 @@ def main(argv: list[str] | None = None) -> None:
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "server/nuwa_server/cc",
                       "models/pbq_rl", "lab/nuwa_lab/sendersim"))
     save_at = tuple(int(x) for x in a.save_at.split(",") if x)
-    model, info = train(a.epochs, a.seed, a.n_envs, save_at)
+    model, info = train(a.epochs, a.seed, a.n_envs, save_at, a.rtt_threshold)
     model.save(str(REPO_ROOT / "out" / "rl" / "pbq-sb3.zip"))
     train_traces, held = split_traces()
     meta = {"name": "pbq", "state_version": STATE_VERSION, "input_size": str(STATE_SIZE),
             "frames": str(FRAMES), "features": ",".join(FEATURES), "interval_s": str(INTERVAL_S),
+            "reward_rtt_threshold": str(a.rtt_threshold),
             "action_rule": "cwnd <- clamp(cwnd_prev * 2^a, 4 MSS, 2 BDP_max), a in [-1, 1]",
             "training_command": command.strip(), "git_commit": commit,
             "uncommitted_changes": str(dirty).lower(), "paper": "PBQ-enhanced QUIC (Sensors 2023); docs/PBQ.md"}

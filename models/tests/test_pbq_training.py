@@ -33,6 +33,13 @@ def test_reward_is_the_utility_under_the_rtt_constraint() -> None:
     assert reward(replace(IV, max_delivery_rate_bytes_per_s=0.0)) == 0.0
 
 
+def test_reward_threshold_moves_the_constraint() -> None:
+    """--rtt-threshold X: the penalty starts at X × min RTT and grows by 1 per unit above."""
+    assert reward(replace(IV, latest_rtt_s=0.1), rtt_threshold=2.0) == pytest.approx(0.5)
+    assert reward(replace(IV, latest_rtt_s=0.125), rtt_threshold=2.0) == pytest.approx(0.5 - 0.5)
+    assert reward(replace(IV, latest_rtt_s=0.1), rtt_threshold=1.25) == reward(replace(IV, latest_rtt_s=0.1))
+
+
 def test_held_out_traces_are_apart_from_the_training_ones() -> None:
     train, held = split_traces()
     assert len(held) == 6 and len(train) == 12 and not set(train) & set(held)
