@@ -52,6 +52,16 @@ def test_bad_arguments_exit_2_naming_the_option(
     assert message in capsys.readouterr().err
 
 
+def test_scheme_is_the_servers_cc(capsys: pytest.CaptureFixture[str]) -> None:
+    """--scheme picks the server's controller (issue 17: 20 PBQ sessions against Cubic)."""
+    p = build_parser()
+    assert p.parse_args([]).scheme == "nuwa"
+    assert p.parse_args(["--scheme", "pbq"]).scheme == "pbq"
+    with pytest.raises(SystemExit) as exc:
+        p.parse_args(["--scheme", "vegas"])
+    assert exc.value.code == 2 and "--scheme" in capsys.readouterr().err
+
+
 def test_default_link_rate_scales_with_sessions() -> None:
     p = build_parser()
     a = p.parse_args(["--sessions", "20"])

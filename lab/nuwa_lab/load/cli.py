@@ -47,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="goodput and fairness from this time on, s (default 10)",
     )
     p.add_argument("--cc", default="{}", help="controller config JSON for every receiver")
+    p.add_argument(
+        "--scheme",
+        choices=("nuwa", "cubic", "reno", "bbr", "pbq"),
+        default="nuwa",
+        help="the server's --cc (default nuwa: grants bind; others: the receivers still "
+        "grant, the server's sender-side controller governs)",
+    )
     p.add_argument("--profile", action="store_true", help="run the server under py-spy")
     p.add_argument(
         "--server-logs",

@@ -54,6 +54,7 @@ def analyze(
     jain = jain_index(goodput_bps) if any(goodput_bps) else 0.0
     total_bps = sum(goodput_bps)
     out: dict[str, Any] = {
+        "scheme": a.scheme,
         "sessions": len(sessions),
         "errors": errors,
         "goodput_bps": {
@@ -116,7 +117,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
         "--port",
         "0",
         "--cc",
-        "nuwa",
+        a.scheme,
         "--state-dir",
         str(REPO_ROOT / ".cache" / "dev-cert"),
     ]
