@@ -183,6 +183,43 @@ def _steps(agent: PbqAgent, sim: Bottleneck, n: int) -> list[bool]:
     return out
 
 
+def test_an_app_limited_interval_holds_the_window() -> None:
+    """After an interval in which the sender ran out of data (the send loop's
+    on_app_limited), the agent's ratio is not applied: the window is held (video between
+    segments must not lose its window to a policy trained on backlogged flows); the next
+    backlogged interval's ratio applies again."""
+    cc = _pbq()
+    sim = _link(cc)
+    _decide(sim, cc, [1.0] * 5 + [0.0] * 5)
+    held = cc.agent_cwnd_bytes
+    assert held is not None
+    sim.run(sim.t + INTERVAL_S / 2)
+    cc.on_app_limited()
+    sim.run(sim.t + INTERVAL_S / 2)
+    cc.observe(sim.t)
+    assert cc.last_interval is not None and cc.last_interval.app_limited
+    decisions = cc.decisions
+    cc.apply_action(-1.0, sim.t)
+    assert cc.agent_cwnd_bytes == held and cc.decisions == decisions and cc.held_app_limited == 1
+    sim.run(sim.t + INTERVAL_S)
+    cc.observe(sim.t)
+    assert not cc.last_interval.app_limited
+    cc.apply_action(-1.0, sim.t)
+    assert cc.agent_cwnd_bytes == int(held / 2)
+
+
+def test_the_agent_skips_inference_on_an_app_limited_interval() -> None:
+    """PbqAgent.step: an app-limited interval costs no inference and changes no window."""
+    agent, cc, sim = _agent(DATA / "pbq-linear.onnx")
+    assert all(_steps(agent, sim, 5))
+    window, inferences = cc.agent_cwnd_bytes, len(agent.inference_s)
+    sim.run(sim.t + INTERVAL_S)
+    cc.on_app_limited()
+    assert agent.step(sim.t)
+    assert len(agent.inference_s) == inferences and cc.agent_cwnd_bytes == window
+    assert cc.held_app_limited == 1
+
+
 def test_a_valid_model_sets_the_window_every_interval(caplog: pytest.LogCaptureFixture) -> None:
     """Every step a decision; every 100 decisions one INFO line with the inference times."""
     caplog.set_level(logging.INFO, logger="nuwa.pbq")

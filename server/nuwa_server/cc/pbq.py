@@ -103,6 +103,8 @@ class PbqInterval:
         min_rtt_s: BBR's min RTT (draft BBR.min_rtt), else the connection's, s (0 before one).
         cwnd_bytes, bytes_in_flight: at the interval's end.
         state: BBR's state at the interval's end.
+        app_limited: the sender ran out of data in the interval (the server's send loop
+            called ``on_app_limited``): its delivery rate measured the application.
     """
 
     start_s: float
@@ -118,6 +120,7 @@ class PbqInterval:
     cwnd_bytes: int
     bytes_in_flight: int
     state: BbrState
+    app_limited: bool = False
 
     @property
     def loss_rate(self) -> float:
@@ -131,7 +134,8 @@ class PbqInterval:
 class PbqCongestionControl(BbrCongestionControl):
     """PBQ (module doc): :class:`.bbr.BbrCongestionControl` plus the monitor and the
     agent's window. Read-only for logs and tests: ``agent_active``, ``agent_cwnd_bytes``,
-    ``fallback_reason``, ``last_interval``, ``bdp_max_bytes``, ``decisions``.
+    ``fallback_reason``, ``last_interval``, ``bdp_max_bytes``, ``decisions``,
+    ``held_app_limited`` (decisions not taken because their interval was app-limited).
 
     Args:
         max_datagram_size: SMSS, bytes.
@@ -146,7 +150,9 @@ class PbqCongestionControl(BbrCongestionControl):
         self.last_interval: PbqInterval | None = None
         self.bdp_max_bytes = 0.0
         self.decisions = 0
+        self.held_app_limited = 0
         self._last_action = 0.0
+        self._iv_app_limited = False
         self._frames: deque[list[float]] = deque(
             [[0.0] * FRAME_SIZE for _ in range(FRAMES)], maxlen=FRAMES)
         self._interval_start_s: float | None = None
@@ -187,6 +193,11 @@ class PbqCongestionControl(BbrCongestionControl):
         if self._agent_controls():
             self._apply_agent_cwnd()
 
+    def on_app_limited(self) -> None:
+        """BBR's (its sampler marks the phase), and the interval is app-limited."""
+        super().on_app_limited()
+        self._iv_app_limited = True
+
     def on_persistent_congestion(self) -> None:
         """RFC 9002 §7.6.2: BBR collapses to the flight plus one packet, and the agent's next
         ratio applies to that collapsed window."""
@@ -223,10 +234,11 @@ class PbqCongestionControl(BbrCongestionControl):
             delivery_rate_bytes_per_s=delivery, max_delivery_rate_bytes_per_s=max_rate,
             latest_rtt_s=self._latest_rtt_s, smoothed_rtt_s=self._srtt_s, min_rtt_s=min_rtt,
             cwnd_bytes=self.congestion_window, bytes_in_flight=self.bytes_in_flight,
-            state=self.state)
+            state=self.state, app_limited=self._iv_app_limited)
         self.last_interval = iv
         self._interval_start_s = now
         self._iv_sent_packets = self._iv_lost_packets = self._iv_delivered_bytes = 0
+        self._iv_app_limited = False
         self._frames.append(self._frame(iv, length_s))
         return [x for frame in self._frames for x in frame]
 
@@ -262,12 +274,23 @@ class PbqCongestionControl(BbrCongestionControl):
         2 · BDP_max)`` with ``a`` clipped to [−1, 1]; ``cwnd_prev`` is the agent's previous
         window (BBR's current one at the first decision). Returns the new window, bytes.
 
+        After an app-limited interval (``last_interval.app_limited``) the window is held
+        instead: its delivery rate and flight measured the application, not the path, and
+        the policy was trained on backlogged flows. Ours, in the spirit of RFC 7661 §4.3
+        (a rate-limited sender neither grows nor shrinks cwnd on such a period) and of BBR's
+        discounting of app-limited samples (draft-ietf-ccwg-bbr, "Detecting
+        application-limited phases"); measured in docs/PBQ.md "Video-like traffic".
+
         Raises:
             ValueError: ``action`` is NaN or infinite (the runner falls back instead).
         """
         if not math.isfinite(action):
             raise ValueError(f"PBQ action must be finite, got {action}")
         if not self.agent_active:
+            return self.congestion_window
+        if self.last_interval is not None and self.last_interval.app_limited:
+            self.held_app_limited += 1
+            self._last_action = 0.0
             return self.congestion_window
         a = min(max(action, -1.0), 1.0)
         prev = (self.agent_cwnd_bytes if self.agent_cwnd_bytes is not None

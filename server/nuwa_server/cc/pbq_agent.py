@@ -149,6 +149,9 @@ class PbqAgent:
             self._fall_back(self.policy)
             return False
         state = cc.observe(now)
+        if cc.last_interval is not None and cc.last_interval.app_limited:
+            cc.apply_action(0.0, now)  # held (PbqCongestionControl.apply_action): no inference
+            return True
         t0 = self.clock()
         try:
             action = self.policy.act(state)
