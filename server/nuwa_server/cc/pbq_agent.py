@@ -170,9 +170,10 @@ class PbqAgent:
         if cc.decisions % REPORT_EVERY == 0:
             last = sorted(self.inference_s[-REPORT_EVERY:])
             log.info("pbq%s: %d decisions, inference over the last %d: p50 %.3f ms, p99 %.3f ms, "
-                     "max %.3f ms; cwnd %d B", self._where(), cc.decisions, len(last),
-                     1000 * last[len(last) // 2], 1000 * last[int(0.99 * (len(last) - 1))],
-                     1000 * last[-1], cc.congestion_window)
+                     "max %.3f ms; cwnd %d B; %d held after app-limited intervals", self._where(),
+                     cc.decisions, len(last), 1000 * last[len(last) // 2],
+                     1000 * last[int(0.99 * (len(last) - 1))], 1000 * last[-1],
+                     cc.congestion_window, cc.held_app_limited)
         if self.on_window is not None:
             self.on_window()
         return True
