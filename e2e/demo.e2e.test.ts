@@ -3,17 +3,21 @@
  * Chromium opens the page, which plays DASH over Nuwa through the real emulator.
  * Checks that video time advances, that every plotted series gains data, that a Td
  * change through the controls reaches the controller, that a bad trace is refused, and
- * that a trace change restarts the link. Screenshot: out/demo-e2e/demo.png
+ * that a trace change restarts the link. With NUWA_LONG=1 also the player and content choice
+ * (issue 19 item 6): shaka-player on an ffmpeg SegmentBase layout given as `--content`, hls.js
+ * refused for it with the reason, then hls.js on the ladder after the content switch.
+ * Screenshots: out/demo-e2e/demo.png (out/demo-e2e-choice/ for the NUWA_LONG test)
  * (NUWA_REFRESH_DEMO_SCREENSHOT=1 also writes demo/screenshot.png, quantized to 256 colours).
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./src/browser.js";
+import { ensureLayouts } from "./src/play.js";
 import { PYTHON, REPO_ROOT, type Started, startWithReady } from "./src/procs.js";
 
 const OUT = `${REPO_ROOT}out/demo-e2e`;
-type DemoState = { tuner: string; tuner_k: number[]; ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; last: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
+type DemoState = { player: string | null; content: string; manifest: string; tuner: string; tuner_k: number[]; ready: boolean; error: string | null; errors: string[]; epoch: number; ticks: number; media_s: number; clock_rtt_ms: number; filled: Record<string, number>; last: Record<string, number>; bins: number; params: { target_delay_ms: number } | null };
 const SERIES = ["qd_page_ms", "qd_emu_ms", "td_ms", "window_kb", "grant_kb", "capacity_mbps", "delivered_mbps", "nuwa_mbps", "dashjs_mbps", "buffer_s", "bitrate_mbps", "k_mss", "rho_ms"];
 
 describe("demo page", () => {
@@ -136,6 +140,62 @@ describe("demo page", () => {
       const plotted = series.y.k_mss.filter((v): v is number => v !== null);
       expect(plotted.length).toBeGreaterThan(5);
       expect(s.tuner_k).toContain(plotted[plotted.length - 1]);
+    } finally {
+      await browser.close();
+    }
+  });
+});
+
+describe.skipIf(process.env.NUWA_LONG !== "1")("demo page: player and content choice (NUWA_LONG)", () => {
+  const OUT_CHOICE = `${REPO_ROOT}out/demo-e2e-choice`;
+  let demo: Started;
+  let url = "";
+  beforeAll(async () => {
+    rmSync(OUT_CHOICE, { recursive: true, force: true });
+    mkdirSync(OUT_CHOICE, { recursive: true });
+    const layouts = await ensureLayouts();
+    demo = await startWithReady(process.execPath, ["--import", "tsx", "demo/src/cli.ts", "--port", "0", "--out", `${OUT_CHOICE}/run`, "--content", String(layouts.segmentbase)], `${OUT_CHOICE}/demo.stderr`, 180_000);
+    url = String(demo.ready.url);
+  });
+  afterAll(async () => {
+    await demo?.stop();
+  });
+
+  it("shaka plays --content DIR (SegmentBase + sidx); hls.js is refused for it with the reason; after the content switch hls.js plays the ladder", async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.setViewportSize({ width: 1660, height: 650 });
+      const page_errors: string[] = [];
+      page.on("pageerror", (e) => page_errors.push(String(e)));
+      const read = () => page.evaluate(() => JSON.parse(JSON.stringify(window.__nuwa_demo)) as DemoState);
+      const playing = () => page.waitForFunction(() => window.__nuwa_demo?.error !== null || (window.__nuwa_demo?.ready === true && window.__nuwa_demo.media_s > 1 && (window.__nuwa_demo.filled.dashjs_mbps ?? 0) > 0), undefined, { timeout: 60_000 });
+
+      await page.goto(`${url}?player=shaka`);
+      await playing();
+      const a = await read();
+      expect(a.errors).toEqual([]);
+      expect([a.player, a.content, a.manifest]).toEqual(["shaka", "own", "/manifest.mpd"]);
+      expect(a.filled.nuwa_mbps ?? 0).toBeGreaterThan(0);
+      expect(a.filled.qd_page_ms ?? 0).toBeGreaterThan(0);
+      expect(await page.locator('#player option[value="hlsjs"]').isDisabled()).toBe(true); // no HLS in this DIR
+      await page.screenshot({ path: `${OUT_CHOICE}/shaka-own.png` });
+
+      await page.goto(`${url}?player=hlsjs`);
+      await page.waitForFunction(() => window.__nuwa_demo?.error !== null, undefined, { timeout: 30_000 });
+      const b = await read();
+      expect(b.player).toBeNull();
+      expect(b.error).toMatch(/hls\.js plays HLS playlists .*\(no master\.m3u8\)/);
+
+      await page.selectOption("#content", "ladder"); // restarts server + emulator on the ladder, reloads (?player=hlsjs kept)
+      await page.waitForFunction(() => window.__nuwa_demo?.epoch === 2, undefined, { timeout: 60_000 });
+      await playing();
+      const c = await read();
+      expect(c.errors).toEqual([]);
+      expect([c.player, c.content, c.manifest]).toEqual(["hlsjs", "ladder", "/master.m3u8"]);
+      expect(c.filled.bitrate_mbps ?? 0).toBeGreaterThan(0);
+      await page.screenshot({ path: `${OUT_CHOICE}/hlsjs-ladder.png` });
+      expect(page_errors).toEqual([]);
     } finally {
       await browser.close();
     }

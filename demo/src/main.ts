@@ -1,27 +1,29 @@
 /**
- * The demo page: dash.js 5 plays the DASH ladder over a Nuwa session
- * (`createNuwaPlayer` from @nuwa/player), with live uPlot plots on the
+ * The demo page: a player of the viewer's choice (dash.js, hls.js or shaka-player; `?player=`,
+ * default `./nuwa demo --player`) plays the content of their choice (the generated ladder or
+ * `--content DIR`) over a Nuwa session (players.ts), with live uPlot plots on the
  * emulator's clock: queuing delay (page's Eq. 1 Qd and the emulator's own) against
- * Td; window and last grant; Nuwa's and dash.js's estimates against the trace's
+ * Td; window and last grant; Nuwa's and the player's own estimates against the trace's
  * capacity; buffer and bitrate; k and ρ over time. Td, k and ρ apply at run time
- * through `setParams`; the trace selector restarts server and emulator (demo/src/server.ts)
- * and reloads the page. State for tests: `window.__nuwa_demo`.
+ * through `setParams`; the trace and content selectors restart server and emulator
+ * (demo/src/server.ts) and reload the page; the player selector reloads it with `?player=`.
+ * State for tests: `window.__nuwa_demo`.
  */
 import { DEFAULT_CONFIG } from "@nuwa/cc";
-import { createNuwaPlayer, RL_CC } from "@nuwa/player";
-import * as dashjsModule from "dashjs";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { choosePlayer, DEMO_PLAYERS, type DemoContentInfo, type DemoPlayerKind, manifestFor, PLAYER_NAMES, unsupportedReason } from "./choice.js";
+import { type DemoPlayer, startDemoPlayer } from "./players.js";
 import { BinStore, type SeriesName } from "./store.js";
-
-// The ESM build puts FactoryMaker only on its default export; the typings declare no default.
-const dashjs = ((dashjsModule as unknown as { default?: typeof dashjsModule }).default ?? dashjsModule) as typeof dashjsModule;
 
 interface DemoConfig {
   epoch: number;
   session_url: string;
   cert_sha256_hex: string;
   mpd: string;
+  content: DemoContentInfo;
+  contents: DemoContentInfo[];
+  player: DemoPlayerKind;
   trace: { path: string; name: string; mean_mbps: number; description: string };
   delay_ms: number;
   queue_packets: number;
@@ -59,6 +61,10 @@ interface DemoState {
   /** k tuner: "fixed" or "rl", and the Nuwa-RL decisions so far (k after each). */
   tuner: "fixed" | "rl";
   tuner_k: number[];
+  /** The player running (null when the choice was refused) and the content served. */
+  player: DemoPlayerKind | null;
+  content: string;
+  manifest: string;
 }
 
 declare global {
@@ -69,7 +75,7 @@ declare global {
   }
 }
 
-const state: DemoState = { ready: false, error: null, errors: [], epoch: 0, ticks: 0, media_s: 0, clock_rtt_ms: Number.NaN, filled: {}, last: {}, bins: 0, params: null, tuner: "fixed", tuner_k: [] };
+const state: DemoState = { ready: false, error: null, errors: [], epoch: 0, ticks: 0, media_s: 0, clock_rtt_ms: Number.NaN, filled: {}, last: {}, bins: 0, params: null, tuner: "fixed", tuner_k: [], player: null, content: "", manifest: "" };
 window.__nuwa_demo = state;
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const statusEl = $("status");
@@ -123,6 +129,8 @@ async function main(): Promise<void> {
   const q = new URLSearchParams(location.search);
   const [cfg, traces] = await Promise.all([getJson<DemoConfig>("/api/config"), getJson<TraceInfo[]>("/api/traces")]);
   state.epoch = cfg.epoch;
+  state.content = cfg.content.id;
+  const chosen = choosePlayer(q.get("player"), cfg.player, cfg.content);
   const store = new BinStore(cfg.bin_ms, 600);
   const clock = new LinkClock();
 
@@ -135,6 +143,48 @@ async function main(): Promise<void> {
     o.selected = t.path === cfg.trace.path;
     sel.appendChild(o);
   }
+  // Player and content (issue 19 item 6): a player that cannot play a content is disabled, with why.
+  const playerSel = $<HTMLSelectElement>("player");
+  for (const p of DEMO_PLAYERS) {
+    const o = document.createElement("option");
+    o.value = p;
+    o.textContent = PLAYER_NAMES[p];
+    const why = unsupportedReason(p, cfg.content);
+    o.disabled = why !== null;
+    if (why) o.title = why;
+    o.selected = p === (chosen.player ?? q.get("player") ?? cfg.player);
+    playerSel.appendChild(o);
+  }
+  const contentSel = $<HTMLSelectElement>("content");
+  for (const c of cfg.contents) {
+    const o = document.createElement("option");
+    o.value = c.id;
+    o.textContent = c.label;
+    o.selected = c.id === cfg.content.id;
+    contentSel.appendChild(o);
+  }
+  playerSel.addEventListener("change", () => {
+    q.set("player", playerSel.value);
+    location.search = `?${q}`; // a new player: the page reloads with it
+  });
+  contentSel.addEventListener("change", async () => {
+    statusEl.textContent = `restarting server and emulator on ${contentSel.selectedOptions[0]?.textContent ?? contentSel.value}…`;
+    try {
+      const next = await getJson<DemoConfig>("/api/content", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: contentSel.value }) });
+      // Keep the player if it plays the new content, else fall back to the demo's default.
+      if (q.has("player") && unsupportedReason(q.get("player") as DemoPlayerKind, next.content)) q.delete("player");
+      location.search = `?${q}`;
+    } catch (e) {
+      fail(`content change failed: ${(e as Error).message}`);
+    }
+  });
+  if (chosen.player === null) {
+    fail(chosen.error);
+    return;
+  }
+  const kind = chosen.player;
+  state.player = kind;
+  state.manifest = manifestFor(kind, cfg.content);
   const num = (k: string, d: number) => (q.has(k) && Number.isFinite(Number(q.get(k))) ? Number(q.get(k)) : d);
   const td = $<HTMLInputElement>("td");
   const kk = $<HTMLInputElement>("k");
@@ -144,15 +194,19 @@ async function main(): Promise<void> {
   rho.value = String(num("rho", DEFAULT_CONFIG.sensitivity_ms));
   // k tuner (issue 6): `?tuner=rl` runs the Nuwa-RL agent, which sets k every interval; the k plot shows its choices.
   const tunerSel = $<HTMLSelectElement>("tuner");
-  const useRl = q.get("tuner") === "rl";
+  const useRl = q.get("tuner") === "rl" && kind === "dashjs"; // the RL tuner runs in attachNuwa (dash.js)
   tunerSel.value = useRl ? "rl" : "fixed";
+  if (kind !== "dashjs") {
+    tunerSel.disabled = true;
+    tunerSel.title = "the Nuwa-RL tuner runs with dash.js only";
+  }
   // k acts only in the additive step (Nuwa-RL's RL_CC); the default multiplicative step moves the
   // window by θ·(g·w + a) per RTT, so there the field only shows k and setParams would refuse it.
   kk.disabled = true;
   kk.title = useRl ? "k is set by the Nuwa-RL agent every 200 ms" : "k has no effect under the default multiplicative step (g = 0.25 per RTT); pick the Nuwa-RL tuner to see k tuned";
   state.tuner = useRl ? "rl" : "fixed";
   let tunerNote = useRl ? "Nuwa-RL: loading" : "";
-  $("note").textContent = `${cfg.trace.path}: ${cfg.trace.description || "bundled trace"} Link: ${cfg.delay_ms} ms each way, ${cfg.queue_packets}-packet drop-tail queue. Capacity and the emulator's queuing delay come from the trace and the emulator's log on its own clock.`;
+  $("note").textContent = `${PLAYER_NAMES[kind]} plays ${cfg.content.label} (${state.manifest}). ${cfg.trace.path}: ${cfg.trace.description || "bundled trace"} Link: ${cfg.delay_ms} ms each way, ${cfg.queue_packets}-packet drop-tail queue. Capacity and the emulator's queuing delay come from the trace and the emulator's log on its own clock.`;
 
   // Clock sync before anything is binned.
   const syncLink = async (from_ms: number): Promise<LinkAnswer> => {
@@ -165,58 +219,34 @@ async function main(): Promise<void> {
   };
   for (let i = 0; i < 5; i++) await syncLink(0);
 
-  // Player: createNuwaPlayer (dash.js + attachNuwa + typed events).
+  // Player (players.ts): the same plotted quantities from whichever player runs.
   let grant_bytes = Number.NaN;
-  let est_bps = Number.NaN;
-  let dashjs_bps = Number.NaN;
-  let buffer_s = Number.NaN;
-  let bitrate_bps = Number.NaN;
-  let stalls = 0;
-  const np = createNuwaPlayer(video, {
-    dashjs,
-    url: cfg.session_url,
-    serverCertificateHashHex: cfg.cert_sha256_hex,
-    mpd: cfg.mpd,
-    cc: useRl
-      ? { ...RL_CC, target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value), tuner: "rl", model: "/models/nuwa-rl.onnx", tuner_options: { wasm_paths: "/ort/" } }
-      : { target_delay_ms: Number(td.value), sensitivity_ms: Number(rho.value) },
-    onTelemetry: (e) => {
-      if (e.type === "tuner_ready") tunerNote = `Nuwa-RL: running every ${e.interval_ms} ms`;
-      else if (e.type === "tuner_decision") {
-        tunerNote = `Nuwa-RL: k ${e.k_mss.toFixed(2)} (×${e.factor}, ${e.inference_ms.toFixed(2)} ms)`;
-        state.tuner_k.push(e.k_mss);
-      }
-      else if (e.type === "tuner_fallback") {
-        tunerNote = `Nuwa-RL failed, fixed k ${e.k_mss}: ${e.error}`;
-        fail(tunerNote);
-      }
-    },
-    mode: "control",
-    abr: "nuwa",
-    estimate: "nuwa",
-    estimate_interval_ms: cfg.bin_ms,
-    dashSettings: { debug: { logLevel: 1 }, streaming: { buffer: { bufferTimeDefault: 12, bufferTimeAtTopQuality: 20, bufferTimeAtTopQualityLongForm: 20 } } },
-  });
   const binOfUs = (t_us: number) => store.binOf(clock.link_ms(t_us / 1000));
-  np.on("qd", (e) => store.addQd(binOfUs(e.t_us), e.raw_queuing_delay_ms));
-  np.on("grant", (e) => {
-    grant_bytes = e.window_bytes;
-  });
-  np.on("estimate", (e) => {
-    est_bps = e.bps;
-    dashjs_bps = e.dashjs_bps;
-  });
-  np.on("buffer", (e) => {
-    if (e.media_type === "video") buffer_s = e.level_s;
-  });
-  np.on("bitrate", (e) => {
-    if (e.media_type === "video") bitrate_bps = e.bitrate_bps;
-  });
-  np.on("stall", (e) => {
-    if (e.state === "start") stalls++;
-  });
-  np.on("error", (e) => fail(`${e.source}: ${e.message}`));
-  np.player.on(dashjs.MediaPlayer.events.PLAYBACK_ENDED, () => np.player.seek(0)); // loop the 120 s ladder
+  let np: DemoPlayer;
+  try {
+    np = await startDemoPlayer(kind, video, {
+      session_url: cfg.session_url,
+      cert_sha256_hex: cfg.cert_sha256_hex,
+      manifest: state.manifest,
+      target_delay_ms: Number(td.value),
+      sensitivity_ms: Number(rho.value),
+      rl: useRl,
+      estimate_interval_ms: cfg.bin_ms,
+      onQd: (t_us, qd_ms) => store.addQd(binOfUs(t_us), qd_ms),
+      onGrant: (w) => {
+        grant_bytes = w;
+      },
+      onTuner: (note, k, failed) => {
+        tunerNote = note;
+        if (k !== null) state.tuner_k.push(k);
+        if (failed) fail(note);
+      },
+      onError: fail,
+    });
+  } catch (e) {
+    fail(`${PLAYER_NAMES[kind]} failed to start: ${(e as Error).message}`);
+    return;
+  }
   await np.session;
 
   tunerSel.addEventListener("change", () => {
@@ -238,7 +268,7 @@ async function main(): Promise<void> {
     }
   });
   sel.addEventListener("change", async () => {
-    statusEl.textContent = `restarting server and emulator on ${sel.value}…`;
+    statusEl.textContent = `restarting server and emulator on ${sel.value}…`; // same content
     try {
       await getJson<DemoConfig>("/api/trace", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ path: sel.value }) });
       np.destroy();
@@ -251,7 +281,7 @@ async function main(): Promise<void> {
   // Plots.
   const pQd = makePlot($("plot-qd"), "Queuing delay vs Td (ms)", [line("page Qd (Eq. 1)", "#d62728"), line("emulator queue", "#555", undefined, { dash: [4, 3] }), line("Td", "#2ca02c", undefined, { width: 2 })], [{ label: "ms", scale: "y" }]);
   const pWin = makePlot($("plot-win"), "Window and grant (KB)", [line("controller window", "#1f77b4"), line("last grant sent", "#ff7f0e", undefined, { dash: [4, 3] })], [{ label: "KB", scale: "y" }]);
-  const pEst = makePlot($("plot-est"), "Estimates vs real capacity (Mbit/s)", [line("trace capacity", "#555", undefined, { fill: "rgba(0,0,0,0.06)" }), line("delivered (emulator)", "#bbb"), line("Nuwa", "#d62728", undefined, { width: 2 }), line("dash.js own", "#9467bd")], [{ label: "Mbit/s", scale: "y" }]);
+  const pEst = makePlot($("plot-est"), "Estimates vs real capacity (Mbit/s)", [line("trace capacity", "#555", undefined, { fill: "rgba(0,0,0,0.06)" }), line("delivered (emulator)", "#bbb"), line("Nuwa", "#d62728", undefined, { width: 2 }), line(`${PLAYER_NAMES[kind]} own`, "#9467bd")], [{ label: "Mbit/s", scale: "y" }]);
   const pBuf = makePlot($("plot-buf"), "Buffer (s) and bitrate (Mbit/s)", [line("buffer", "#17becf", "s"), line("bitrate", "#e377c2", "mbps", { paths: uPlot.paths.stepped?.({ align: 1 }) })], [{ label: "s", scale: "s" }, { label: "Mbit/s", scale: "mbps", side: 1, grid: { show: false } }], { s: { auto: true }, mbps: { auto: true } });
   const pPar = makePlot($("plot-params"), "Parameters over time: k (MSS/RTT), ρ (ms)", [line("k", "#8c564b", "k"), line("ρ", "#7f7f7f", "rho", { dash: [4, 3] })], [{ label: "k", scale: "k" }, { label: "ρ ms", scale: "rho", side: 1, grid: { show: false } }], { k: { range: (_u, _min, max) => [0, Math.max(1, max * 1.25)] }, rho: { range: (_u, _min, max) => [0, Math.max(1, max * 2)] } }, 478);
   const plots: [uPlot, SeriesName[]][] = [
@@ -287,14 +317,18 @@ async function main(): Promise<void> {
     }
   };
   const sample = () => {
-    const c = np.nuwa.current()?.controller;
+    const c = np.controller();
     if (!c) return; // between sessions (reconnecting)
     const i = store.binOf(clock.link_ms(performance.now()));
     store.set("td_ms", i, c.config.target_delay_ms);
     store.set("window_kb", i, c.windowBytes / 1000);
     store.set("grant_kb", i, grant_bytes / 1000);
+    const est_bps = np.nuwaBps();
+    const own_bps = np.playerBps();
+    const buffer_s = np.bufferS();
+    const bitrate_bps = np.bitrateBps();
     store.set("nuwa_mbps", i, est_bps / 1e6);
-    store.set("dashjs_mbps", i, dashjs_bps / 1e6);
+    store.set("dashjs_mbps", i, own_bps / 1e6); // the player's own estimate (series name kept for the e2e test)
     store.set("buffer_s", i, buffer_s);
     store.set("bitrate_mbps", i, bitrate_bps / 1e6);
     store.set("k_mss", i, c.config.aggressiveness_mss);
@@ -304,7 +338,7 @@ async function main(): Promise<void> {
     state.params = { target_delay_ms: c.config.target_delay_ms, aggressiveness_mss: c.config.aggressiveness_mss, sensitivity_ms: c.config.sensitivity_ms };
     const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "–");
     if (!state.error)
-      statusEl.textContent = `${cfg.trace.name}: video ${f(video.currentTime, 1)} s, buffer ${f(buffer_s, 1)} s, bitrate ${f(bitrate_bps / 1e6)} Mbit/s, ${stalls} stalls | Nuwa ${f(est_bps / 1e6)} Mbit/s, dash.js ${f(dashjs_bps / 1e6)} Mbit/s | window ${f(c.windowBytes / 1000, 0)} KB, Td ${c.config.target_delay_ms} ms, k ${c.config.aggressiveness_mss}, ρ ${c.config.sensitivity_ms} ms | clock sync ±${f(clock.rtt_ms / 2, 1)} ms${tunerNote ? ` | ${tunerNote}` : ""}`;
+      statusEl.textContent = `${PLAYER_NAMES[kind]}, ${cfg.trace.name}: video ${f(video.currentTime, 1)} s, buffer ${f(buffer_s, 1)} s, bitrate ${f(bitrate_bps / 1e6)} Mbit/s, ${np.stalls()} stalls | Nuwa ${f(est_bps / 1e6)} Mbit/s, ${PLAYER_NAMES[kind]} ${f(own_bps / 1e6)} Mbit/s | window ${f(c.windowBytes / 1000, 0)} KB, Td ${c.config.target_delay_ms} ms, k ${c.config.aggressiveness_mss}, ρ ${c.config.sensitivity_ms} ms | clock sync ±${f(clock.rtt_ms / 2, 1)} ms${tunerNote ? ` | ${tunerNote}` : ""}`;
   };
   const draw = () => {
     for (const [p, names] of plots) p.setData([store.x, ...names.map((n) => store.y[n])] as unknown as uPlot.AlignedData);

@@ -1,11 +1,16 @@
 /**
- * The demo's Node side: DASH content (cached ffmpeg ladder), the aioquic server and
- * the trace-driven emulator (e2e `startLink`), and a Vite dev server for the page
- * with a small JSON API under `/api/`:
+ * The demo's Node side: the content (the cached ffmpeg ladder with its HLS playlists, and
+ * `--content DIR` when given), the aioquic server and the trace-driven emulator (e2e
+ * `startLink`), and a Vite dev server for the page with a small JSON API under `/api/`
+ * (`startDemoCore`: everything but Vite, which unit tests drive over plain HTTP):
  *
- * - `GET /api/config`: session URL, certificate hash, MPD path, trace, link epoch.
+ * - `GET /api/config`: session URL, certificate hash, the content served (`content`: id, label,
+ *   MPD and HLS paths; `mpd`) and every content (`contents`), the page's default `player`,
+ *   trace, link epoch.
  * - `GET /api/traces`: the bundled traces (path, family, mean Mbit/s).
  * - `POST /api/trace` `{"path": "traces/4G/x.mahi"}`: restart server + emulator on that trace; answers the new config.
+ * - `POST /api/content` `{"id": "ladder" | "own"}`: restart server + emulator serving that content
+ *   (same trace); answers the new config.
  * - `GET /api/link?from_ms=F`: link clock now (ms after the emulator's T0), the
  *   trace's capacity per 200 ms bin from bin floor(F/200) up to now, and the
  *   emulator log's per-bin queuing delay / delivered rate / drops for the bins the
@@ -20,7 +25,9 @@ import type { AddressInfo } from "node:net";
 import { join, relative, resolve } from "node:path";
 import { createServer, type Plugin, type ViteDevServer } from "vite";
 import { ensureContent } from "../../e2e/src/play.js";
-import { type Link, REPO_ROOT, startLink } from "../../e2e/src/procs.js";
+import { type Link, type LinkSetup, REPO_ROOT, startLink } from "../../e2e/src/procs.js";
+import type { DemoContentInfo, DemoPlayerKind } from "./choice.js";
+import { contentInfo, type DemoContent, demoContents } from "./content.js";
 import { capacityBins, LogTail, type MahimahiTrace, meanRateBps, parseTrace } from "./link-truth.js";
 
 const ORT_DIST = join(REPO_ROOT, "packages/player/node_modules/onnxruntime-web/dist");
@@ -46,6 +53,39 @@ export interface DemoOptions {
   /** Run directory for server and emulator logs (one sub-directory per link start). */
   out_dir?: string;
   content_duration_s?: number;
+  /** `--content DIR`: the viewer's DASH VOD, offered beside the ladder and served first. */
+  content?: string;
+  /** The page's default player (its `?player=` overrides it); default dash.js. */
+  player?: DemoPlayerKind;
+  /** The ladder's directory when already made (tests); default: ensureContent, with HLS playlists. */
+  ladder_dir?: string;
+  /** Starts server + emulator (tests pass a stand-in); default e2e `startLink`. */
+  start_link?: (l: LinkSetup) => Promise<Link>;
+}
+
+/** What `GET /api/config` answers. */
+export interface DemoConfig {
+  epoch: number;
+  session_url: string;
+  cert_sha256_hex: string;
+  /** The MPD of the content served (content.mpd). */
+  mpd: string;
+  content: DemoContentInfo;
+  contents: DemoContentInfo[];
+  player: DemoPlayerKind;
+  trace: TraceInfo;
+  delay_ms: number;
+  queue_packets: number;
+  bin_ms: number;
+}
+
+/** The demo without its page server: link state and the `/api/` middleware. */
+export interface DemoCore {
+  /** Connect-style middleware: `/api/…` and the fixed static assets; anything else goes to `next`. */
+  middleware: (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
+  config: () => DemoConfig | null;
+  /** Stop the emulator and the server (idempotent). */
+  stop: () => Promise<void>;
 }
 
 export interface TraceInfo {
@@ -69,6 +109,7 @@ interface LinkState {
   epoch: number;
   link: Link;
   trace: TraceInfo;
+  content: DemoContent;
   parsed: MahimahiTrace;
   t0_ms: number;
   log_path: string;
@@ -106,10 +147,11 @@ async function readBody(req: IncomingMessage, limit_bytes = 4096): Promise<strin
 }
 
 /**
- * Start everything; resolves once the page can be opened at `url`.
- * @throws Error if the trace is not one of `traces/`, or the server / emulator / Vite fail to start
+ * Start server and emulator on the first trace and content (`--content DIR` if given, else the
+ * ladder) and make the API; no page server.
+ * @throws Error if the trace is not one of `traces/`, `content` has no MPD, or the server / emulator fail to start
  */
-export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
+export async function startDemoCore(o: DemoOptions = {}): Promise<DemoCore> {
   const traces = await listTraces();
   const findTrace = (p: string): TraceInfo => {
     const rel = relative(REPO_ROOT, resolve(REPO_ROOT, p));
@@ -121,33 +163,39 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
   const out_root = resolve(o.out_dir ?? join(REPO_ROOT, "out/demo"));
   const delay_ms = o.delay_ms ?? 25;
   const queue_packets = o.queue_packets ?? 1000;
-  const content_root = await ensureContent(o.content_duration_s ?? 120);
+  const contents = demoContents(o.ladder_dir ?? (await ensureContent(o.content_duration_s ?? 120, true)), o.content);
+  const first_content = contents.find((c) => c.id === "own") ?? (contents[0] as DemoContent);
+  const default_player = o.player ?? "dashjs";
+  const start_link = o.start_link ?? startLink;
 
   let state: LinkState | null = null;
   const current = (): LinkState | null => state; // read through a call: closures assign `state`
   let epoch = 0;
   let switching: Promise<void> = Promise.resolve();
 
-  const startOn = async (t: TraceInfo): Promise<void> => {
+  const startOn = async (t: TraceInfo, content: DemoContent): Promise<void> => {
     const old = state;
     state = null;
     await old?.link.stop();
     epoch++;
     const out = join(out_root, `link-${epoch}`);
     await mkdir(join(out, "server"), { recursive: true });
-    const link = await startLink({ cc: "nuwa", content_root, trace: join(REPO_ROOT, t.path), delay_ms, queue_packets, out });
+    const link = await start_link({ cc: "nuwa", content_root: content.root, trace: join(REPO_ROOT, t.path), delay_ms, queue_packets, out });
     const parsed = parseTrace(await readFile(join(REPO_ROOT, t.path), "utf8"), t.path);
-    state = { epoch, link, trace: t, parsed, t0_ms: Number(link.emulator.ready.base_timestamp_ms), log_path: `${out}/emulator.log`, tail: new LogTail(BIN_MS), log_offset: 0 };
+    state = { epoch, link, trace: t, content, parsed, t0_ms: Number(link.emulator.ready.base_timestamp_ms), log_path: `${out}/emulator.log`, tail: new LogTail(BIN_MS), log_offset: 0 };
   };
 
-  const config = () => {
+  const config = (): DemoConfig | null => {
     const s = state;
     if (!s) return null;
     return {
       epoch: s.epoch,
       session_url: `https://127.0.0.1:${s.link.emulator.ready.listen_port}/nuwa`,
       cert_sha256_hex: String(s.link.server.ready.cert_sha256_hex),
-      mpd: "/manifest.mpd",
+      mpd: s.content.mpd,
+      content: contentInfo(s.content),
+      contents: contents.map(contentInfo),
+      player: default_player,
       trace: s.trace,
       delay_ms,
       queue_packets,
@@ -201,62 +249,103 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
     };
   };
 
+  /** Restart server + emulator (one change at a time), keeping what `next` does not change. */
+  const restart = async (next: { trace?: TraceInfo; content?: DemoContent }): Promise<void> => {
+    switching = switching.then(() => {
+      const s = current();
+      return startOn(next.trace ?? s?.trace ?? first_trace, next.content ?? s?.content ?? first_content);
+    });
+    await switching;
+  };
+
+  const middleware = async (req: IncomingMessage, res: ServerResponse, next: () => void): Promise<void> => {
+    const url = new URL(req.url ?? "/", "http://x");
+    const asset = STATIC_ASSETS[url.pathname];
+    if (asset && req.method === "GET") {
+      // The Nuwa-RL model and onnxruntime-web's wasm entry (issue 6: the demo's RL tuner); a fixed list, no path from the request.
+      try {
+        const body = await readFile(asset.path);
+        res.writeHead(200, { "content-type": asset.type, "content-length": body.length });
+        return void res.end(body);
+      } catch (e) {
+        return json(res, 404, { error: `${url.pathname}: ${(e as Error).message}` });
+      }
+    }
+    if (!url.pathname.startsWith("/api/")) return next();
+    try {
+      if (url.pathname === "/api/config" && req.method === "GET") {
+        await switching;
+        return json(res, 200, config());
+      }
+      if (url.pathname === "/api/traces" && req.method === "GET") return json(res, 200, traces);
+      if (url.pathname === "/api/link" && req.method === "GET") {
+        const from_ms = Number(url.searchParams.get("from_ms") ?? "0");
+        if (!Number.isFinite(from_ms) || from_ms < 0) return json(res, 400, { error: "from_ms must be a number >= 0" });
+        const a = await linkAnswer(from_ms);
+        return a ? json(res, 200, a) : json(res, 503, { error: "link restarting" });
+      }
+      if (url.pathname === "/api/trace" && req.method === "POST") {
+        let body: { path?: unknown };
+        try {
+          body = JSON.parse(await readBody(req)) as { path?: unknown };
+        } catch {
+          return json(res, 400, { error: 'body must be JSON {"path": "traces/..."}' });
+        }
+        if (typeof body.path !== "string") return json(res, 400, { error: 'body must be JSON {"path": "traces/..."}' });
+        let t: TraceInfo;
+        try {
+          t = findTrace(body.path);
+        } catch (e) {
+          return json(res, 400, { error: String((e as Error).message) });
+        }
+        await restart({ trace: t });
+        return json(res, 200, config());
+      }
+      if (url.pathname === "/api/content" && req.method === "POST") {
+        const usage = `body must be JSON {"id": ${contents.map((c) => JSON.stringify(c.id)).join(" | ")}}`;
+        let body: { id?: unknown };
+        try {
+          body = JSON.parse(await readBody(req)) as { id?: unknown };
+        } catch {
+          return json(res, 400, { error: usage });
+        }
+        const c = contents.find((x) => x.id === body.id);
+        if (!c) return json(res, 400, { error: `unknown content ${JSON.stringify(body.id)}: ${usage}` });
+        await restart({ content: c });
+        return json(res, 200, config());
+      }
+      return json(res, 404, { error: `no such endpoint: ${req.method} ${url.pathname}` });
+    } catch (e) {
+      return json(res, 500, { error: String(e) });
+    }
+  };
+
+  await startOn(first_trace, first_content);
+  let stopped = false;
+  return {
+    middleware: (req, res, next) => void middleware(req, res, next),
+    config,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await switching.catch(() => {});
+      await current()?.link.stop();
+    },
+  };
+}
+
+/**
+ * Start everything; resolves once the page can be opened at `url`.
+ * @throws Error if the trace is not one of `traces/`, `content` has no MPD, or the server / emulator / Vite fail to start
+ */
+export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
+  const core = await startDemoCore(o);
   const api: Plugin = {
     name: "nuwa-demo-api",
     configureServer(server: ViteDevServer) {
-      server.middlewares.use(async (req, res, next) => {
-        const url = new URL(req.url ?? "/", "http://x");
-        const asset = STATIC_ASSETS[url.pathname];
-        if (asset && req.method === "GET") {
-          // The Nuwa-RL model and onnxruntime-web's wasm entry (issue 6: the demo's RL tuner); a fixed list, no path from the request.
-          try {
-            const body = await readFile(asset.path);
-            res.writeHead(200, { "content-type": asset.type, "content-length": body.length });
-            return void res.end(body);
-          } catch (e) {
-            return json(res, 404, { error: `${url.pathname}: ${(e as Error).message}` });
-          }
-        }
-        if (!url.pathname.startsWith("/api/")) return next();
-        try {
-          if (url.pathname === "/api/config" && req.method === "GET") {
-            await switching;
-            return json(res, 200, config());
-          }
-          if (url.pathname === "/api/traces" && req.method === "GET") return json(res, 200, traces);
-          if (url.pathname === "/api/link" && req.method === "GET") {
-            const from_ms = Number(url.searchParams.get("from_ms") ?? "0");
-            if (!Number.isFinite(from_ms) || from_ms < 0) return json(res, 400, { error: "from_ms must be a number >= 0" });
-            const a = await linkAnswer(from_ms);
-            return a ? json(res, 200, a) : json(res, 503, { error: "link restarting" });
-          }
-          if (url.pathname === "/api/trace" && req.method === "POST") {
-            let body: { path?: unknown };
-            try {
-              body = JSON.parse(await readBody(req)) as { path?: unknown };
-            } catch {
-              return json(res, 400, { error: 'body must be JSON {"path": "traces/..."}' });
-            }
-            if (typeof body.path !== "string") return json(res, 400, { error: 'body must be JSON {"path": "traces/..."}' });
-            let t: TraceInfo;
-            try {
-              t = findTrace(body.path);
-            } catch (e) {
-              return json(res, 400, { error: String((e as Error).message) });
-            }
-            switching = switching.then(() => startOn(t));
-            await switching;
-            return json(res, 200, config());
-          }
-          return json(res, 404, { error: `no such endpoint: ${req.method} ${url.pathname}` });
-        } catch (e) {
-          return json(res, 500, { error: String(e) });
-        }
-      });
+      server.middlewares.use(core.middleware);
     },
   };
-
-  await startOn(first_trace);
   let vite: ViteDevServer;
   let http: Server;
   try {
@@ -269,8 +358,15 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
       clearScreen: false,
       appType: "spa",
       server: { middlewareMode: true, hmr: false },
-      resolve: { alias: { "@nuwa/cc": join(REPO_ROOT, "packages/cc/src/index.ts"), "@nuwa/player": join(REPO_ROOT, "packages/player/src/index.ts") } },
-      optimizeDeps: { include: ["dashjs", "uplot"] },
+      resolve: {
+        alias: [
+          { find: /^@nuwa\/cc$/, replacement: join(REPO_ROOT, "packages/cc/src/index.ts") },
+          { find: /^@nuwa\/player$/, replacement: join(REPO_ROOT, "packages/player/src/index.ts") },
+          { find: /^@nuwa\/player\/hls$/, replacement: join(REPO_ROOT, "packages/player/src/hls/index.ts") },
+          { find: /^@nuwa\/player\/shaka$/, replacement: join(REPO_ROOT, "packages/player/src/shaka/index.ts") },
+        ],
+      },
+      optimizeDeps: { include: ["dashjs", "uplot", "hls.js", "shaka-player"] },
       plugins: [api],
     });
     http = createHttpServer(vite.middlewares);
@@ -285,7 +381,7 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
     if (o.port !== undefined) await listen(o.port);
     else await listen(5173).catch(() => listen(0)); // 5173 taken: any free port
   } catch (e) {
-    await current()?.link.stop();
+    await core.stop();
     throw e;
   }
   const port = (http.address() as AddressInfo).port;
@@ -299,8 +395,7 @@ export async function startDemo(o: DemoOptions = {}): Promise<Demo> {
       http.closeAllConnections(); // the browser keeps connections alive
       await new Promise<void>((r) => http.close(() => r()));
       await vite.close();
-      await switching.catch(() => {});
-      await current()?.link.stop();
+      await core.stop();
     },
   };
 }

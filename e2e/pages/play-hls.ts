@@ -10,7 +10,9 @@
  * It writes `window.__nuwa_play` in the dash.js page's shape (e2e/pages/play.ts), so
  * lab/nuwa_lab/play_metrics.py scores both the same way; the player's own estimate goes in
  * the `dashjs_bps` field (here: hls.js's EWMA, read at the same instant as Nuwa's).
- * Query: url, hash, mpd (the master playlist's path), duration_s, scheme, cc (JSON).
+ * Query: url, hash, mpd (the master playlist's path), duration_s, scheme, cc (JSON), cmcd
+ * (`query` | `header`: the site turns hls.js's CMCD on, `config.cmcd`, `useHeaders` for header;
+ * the adapter carries the keys as the request's `cmcd`, logged by the server; absent: off).
  */
 import { attachNuwaToHls, bufferAheadS, type HlsAttachOptions } from "@nuwa/player/hls";
 import Hls from "hls.js";
@@ -52,7 +54,9 @@ async function main(): Promise<void> {
   });
   const session = await nuwa.session;
   log.transport = session.transport;
-  const hls = nuwa.create(); // no hls.js setting changed: the baseline runs hls.js's defaults
+  const cmcd = q.get("cmcd");
+  // No other hls.js setting changed: the baseline runs hls.js's defaults.
+  const hls = nuwa.create(cmcd === "query" || cmcd === "header" ? { cmcd: { sessionId: "nuwa-e2e", contentId: "nuwa", useHeaders: cmcd === "header" } } : {});
   const kbps = (level: number) => (hls.levels[level]?.bitrate ?? Number.NaN) / 1000;
   hls.on(Hls.Events.ERROR, (_e, d) => console.error(d.fatal ? "hls.js fatal error" : "hls.js warning", d.type, d.details, String(d.error ?? "").slice(0, 300)));
   hls.on(Hls.Events.LEVEL_SWITCHED, (_e, d) => log.quality_changes.push({ t_us: now_us(), bitrate_kbps: kbps(d.level) }));

@@ -7,7 +7,9 @@
  * Schemes: `shaka` (shaka as shipped, its ABR and estimate, only the networking
  * replaced, over the server's cubic), `shaka_grants` (the same over Nuwa's
  * grants), `shaka_nuwa` (shaka's SimpleAbrManager on Nuwa's estimate, grants).
- * Query: url, hash, mpd, duration_s, scheme, cc (JSON).
+ * Query: url, hash, mpd, duration_s, scheme, cc (JSON), cmcd (`query` | `header`: the site
+ * turns shaka's CMCD on, `cmcd.enabled`, `useHeaders` for header; the scheme carries the keys
+ * as the request's `cmcd`, logged by the server; absent: off).
  */
 import { attachNuwaShaka, type ShakaAttachOptions, type ShakaLike } from "@nuwa/player/shaka";
 import * as shakaModule from "shaka-player";
@@ -45,6 +47,8 @@ async function main(): Promise<void> {
   shaka.polyfill.installAll();
   const player = new shaka.Player();
   await player.attach(video);
+  const cmcd = q.get("cmcd");
+  if (cmcd === "query" || cmcd === "header") player.configure({ cmcd: { enabled: true, sessionId: "nuwa-e2e", contentId: "nuwa", useHeaders: cmcd === "header" } });
   const nuwa = attachNuwaShaka(player, shaka as unknown as ShakaLike, {
     url: q.get("url")!,
     serverCertificateHashHex: q.get("hash") ?? undefined,

@@ -45,6 +45,17 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
     expect(mixed.stderr).toMatch(/^error: --scheme must be one of shaka, shaka_grants, shaka_nuwa for --player shaka \(got nuwa\)/);
     expect(run("e2e/src/cli-play.ts", ["--help"]).stdout).toContain("--player shaka");
   });
+  it("./nuwa demo --player/--content: an unknown player or a directory without an MPD is refused before anything starts", () => {
+    const bad = run("demo/src/cli.ts", ["--player", "vlc"]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/^error: --player must be one of dashjs, hlsjs, shaka \(got vlc\)/);
+    const nodir = run("demo/src/cli.ts", ["--content", `${REPO_ROOT}no-such-dir`]);
+    expect(nodir.status).toBe(2);
+    expect(nodir.stderr).toMatch(/^error: --content .*no-such-dir: not a directory/);
+    const help = run("demo/src/cli.ts", ["--help"]).stdout;
+    expect(help).toContain("--player dashjs|hlsjs|shaka");
+    expect(help).toContain("--content DIR");
+  });
   it("a malformed --burst is refused before the bulk run starts", () => {
     const r = run("e2e/src/cli-bulk.ts", ["--burst", "20-100"]);
     expect(r.status).toBe(2);

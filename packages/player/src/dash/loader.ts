@@ -131,14 +131,18 @@ const CMCD_HEADERS = ["CMCD-Object", "CMCD-Request", "CMCD-Session", "CMCD-Statu
 export const MAX_CMCD_CHARS = 2048;
 
 /**
- * The CMCD payload (CTA-5004) dash.js attached to a request: the `CMCD` query parameter
+ * The CMCD payload (CTA-5004 §2.2) a player attached to a request: the `CMCD` query parameter
  * (query mode, decoded) or the `CMCD-*` headers joined by commas (header mode); undefined
- * when there is none or it is longer than MAX_CMCD_CHARS.
+ * when there is none or it is longer than MAX_CMCD_CHARS. dash.js (`streaming.cmcd`), hls.js
+ * (`config.cmcd`: its CMCDController rewrites the loader context's `url`/`headers`) and
+ * shaka-player (`cmcd`: its CmcdManager rewrites the request's `uris`/`headers`) all write
+ * it in one of these two places (through @svta/cml-cmcd), so the adapters carry it alike.
+ * @param url the request URL, absolute or relative
  */
 export function cmcdOf(url: string, headers?: Record<string, string>): string | undefined {
   let q: string | null = null;
   try {
-    q = new URL(url).searchParams.get("CMCD");
+    q = new URL(url, "http://relative.invalid/").searchParams.get("CMCD");
   } catch {
     q = null;
   }

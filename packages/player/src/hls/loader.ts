@@ -23,8 +23,15 @@
  * stream reset, no session) `onError({code: 0})`, as a network error from XHR. hls.js's own
  * retry policies (error-controller) then apply unchanged. Responses are whole (no
  * progressive `onProgress` chunks: a custom loader disables hls.js's progressive streaming).
+ *
+ * CMCD (CTA-5004), when the site sets hls.js's `cmcd` config: hls.js's CMCDController wraps
+ * this class as `pLoader`/`fLoader` and, before each `load`, rewrites the context's `url`
+ * (a `CMCD=` query parameter, the default) or `headers` (`CMCD-*`, with `useHeaders: true`)
+ * (hls.js src/controller/cmcd-controller.ts `apply`). That payload travels as the request's
+ * `cmcd` field, as dash.js's does (docs/PROTOCOL.md "CMCD"); the server logs it, and the
+ * path asked for drops the query.
  */
-import { failureStatus, fetchResumable, type RequestSession } from "../dash/loader.js";
+import { cmcdOf, failureStatus, fetchResumable, type RequestSession } from "../dash/loader.js";
 
 /** hls.js's LoaderStats (hls.js src/loader/load-stats.ts), the fields this loader writes. */
 export interface HlsLoaderStats {
@@ -58,6 +65,8 @@ export interface HlsLoaderContext {
   /** Exclusive (hls.js requests `bytes=rangeStart-(rangeEnd-1)`). */
   rangeEnd?: number;
   frag?: HlsFragLike;
+  /** Request headers hls.js set (its CMCD header mode writes `CMCD-*` here). */
+  headers?: Record<string, string>;
 }
 
 /** The slice of hls.js's LoaderConfiguration this loader reads. */
@@ -141,15 +150,24 @@ export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, option
       this.arm(ttfb_ms);
       const range: [number, number] | undefined = context.rangeEnd ? [context.rangeStart ?? 0, context.rangeEnd - 1] : undefined;
       const path = new URL(context.url, "http://x/").pathname;
-      fetchResumable(session, path, range, ac.signal, o.max_resumes, (loaded, total) => {
-        if (this.finished) return;
-        if (stats.loading.first === 0) {
-          stats.loading.first = Math.max(performance.now(), stats.loading.start);
-          this.arm(load_ms - (stats.loading.first - stats.loading.start)); // XhrLoader: the rest of maxLoadTimeMs
-        }
-        stats.loaded = loaded;
-        stats.total = total;
-      }).then(
+      const cmcd = cmcdOf(context.url, context.headers);
+      fetchResumable(
+        session,
+        path,
+        range,
+        ac.signal,
+        o.max_resumes,
+        (loaded, total) => {
+          if (this.finished) return;
+          if (stats.loading.first === 0) {
+            stats.loading.first = Math.max(performance.now(), stats.loading.start);
+            this.arm(load_ms - (stats.loading.first - stats.loading.start)); // XhrLoader: the rest of maxLoadTimeMs
+          }
+          stats.loaded = loaded;
+          stats.total = total;
+        },
+        cmcd,
+      ).then(
         (r) => {
           if (this.finished) return;
           const cb = this.finish();

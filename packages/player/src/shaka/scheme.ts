@@ -21,8 +21,14 @@
  * dash.js loader (`fetchResumable`: the missing bytes asked for again on the
  * next session). URIs of other origins go to `fallback` (shaka's
  * HttpFetchPlugin when the attachment registers it for https).
+ *
+ * CMCD (CTA-5004), when the site turns on shaka's `cmcd` config: shaka's CmcdManager, called
+ * by the NetworkingEngine before the plugin (player.js `onRequest_` → `applyRequestData`),
+ * puts the payload on the URI (`CMCD=` query parameter) or in `request.headers` (`CMCD-*`,
+ * with `useHeaders`) (lib/util/cmcd_manager.js `applyToRequest_`). That payload travels as
+ * the request's `cmcd` field, as dash.js's does (docs/PROTOCOL.md "CMCD"); the server logs it.
  */
-import { fetchResumable, parseRangeHeader, type RequestSession } from "../dash/loader.js";
+import { cmcdOf, fetchResumable, parseRangeHeader, type RequestSession } from "../dash/loader.js";
 import { NuwaRequestError } from "../session.js";
 import type { NuwaSchemePlugin, ProgressUpdated, ShakaLike, ShakaRequestLike, ShakaResponseLike } from "./types.js";
 
@@ -148,18 +154,26 @@ export function makeNuwaScheme(shaka: ShakaSchemeDeps, session: () => Promise<Re
       reported = loaded;
       last_ms = t_ms;
     };
-    const r = await fetchResumable(session, path, range, signal, o.max_resumes ?? 3, (n, t) => {
-      loaded = n;
-      total = t;
-      if (!got_head) {
-        got_head = true;
-        headersReceived({ "content-length": String(t) });
-      }
-      if (!pending) {
-        pending = true;
-        queueMicrotask(onChunk);
-      }
-    });
+    const r = await fetchResumable(
+      session,
+      path,
+      range,
+      signal,
+      o.max_resumes ?? 3,
+      (n, t) => {
+        loaded = n;
+        total = t;
+        if (!got_head) {
+          got_head = true;
+          headersReceived({ "content-length": String(t) });
+        }
+        if (!pending) {
+          pending = true;
+          queueMicrotask(onChunk);
+        }
+      },
+      cmcdOf(uri, request.headers),
+    );
     done = true;
     const t_ms = performance.now();
     progressUpdated(t_ms - last_ms, r.body.length - reported, 0); // the end: always one call (readObj.done)
