@@ -67,7 +67,7 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path:
         with pytest.raises(SystemExit) as e:
             main([*argv, "--duration", "20", "--json", j])
         assert e.value.code == 2 and msg in capsys.readouterr().err
-    assert "pbq" not in SCHEME_SERVER_ARGS  # built by another branch: one line to add
+    assert SCHEME_SERVER_ARGS["pbq"] == ["--cc", "pbq"]  # Cubic vs PBQ (issue 18's shares)
 
 
 def test_sim_writes_the_same_report(tmp_path: Path) -> None:

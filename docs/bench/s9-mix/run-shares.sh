@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The "Sharing a bottleneck" figures of docs/BENCHMARKS.md (issue 18), end to end:
 # ./nuwa mix for each pair, queue and link; results in docs/bench/s9-mix/*.json.
-# Heavy: run under flock /tmp/nuwa-heavy.lock. Usage: run-shares.sh [static|lte|twotwo|switch]...
+# Heavy: run under flock /tmp/nuwa-heavy.lock. Usage: run-shares.sh [static|pbq|lte|twotwo|switch]...
 set -u
 cd "$(dirname "$0")/../../.."
 OUT=docs/bench/s9-mix
@@ -25,6 +25,10 @@ for part in "$@"; do
         for pair in nuwa,cubic nuwa,bbr bbr,cubic; do
           mix "${pair/,/-}-$(basename "$tr" | cut -c1-30)" --flows "$pair" --start-gap-s 5 --trace "traces/$tr.mahi" --queue-packets 1000 --duration 40
         done
+      done ;;
+    pbq)  # Cubic vs PBQ (tenth session): 10 Mbit/s end to end, both queues
+      for q in 50 1000; do
+        mix "cubic-pbq-10mbps-q$q" --flows cubic,pbq --start-gap-s 5 --link-mbps 10 --queue-packets "$q" --duration 40
       done ;;
     twotwo)
       for sw in none rule; do

@@ -24,9 +24,10 @@ SCHEME_SERVER_ARGS: dict[str, list[str]] = {
     "cubic": ["--cc", "cubic"],
     "reno": ["--cc", "reno"],
     "bbr": ["--cc", "bbr"],
+    "pbq": ["--cc", "pbq"],
 }
 """Each scheme's server (one server per scheme in a run, all behind the one bottleneck).
-A new server-side scheme is one line here (e.g. ``"pbq": ["--cc", "pbq"]``)."""
+A new server-side scheme is one line here."""
 
 SWITCHING_SCHEMES = ("nuwa", "nuwa_bbr")
 """Schemes whose server takes ``--switch`` (the receiver-driven ones)."""
