@@ -190,6 +190,17 @@ def test_nuwa_flows_share_one_bridge_and_the_link() -> None:
     assert all(f["queuing_delay_ms"]["p95"] < 100 for f in out["flows"])
 
 
+def test_a_lone_flow_does_not_switch_through_an_outage() -> None:
+    """The cause of the five lone-flow switches on the dev traces (switch_policy module doc):
+    an outage during which the page grants on, each grant echoing the last frame read.
+    10 Mbit/s with a 4-s outage (one opportunity a second) at 8 s; the old rule switched
+    (at ~11 s, then probed back), the fresh-echo rule does not."""
+    opps = [m for m in range(1, 8001)] + [9000, 10000, 11000] + list(range(12001, 20001))
+    trace = parse_trace([str(m) for m in opps], name="outage")
+    alone = simulate(["nuwa"], trace, SimConfig(duration_s=20), switch="rule")
+    assert alone["flows"][0]["switches"] == 0, alone["flows"][0]["switch_log"]
+
+
 def test_switch_rule_rescues_nuwa_next_to_cubic_and_leaves_a_lone_flow_alone() -> None:
     """--switch rule (issue 18): against Cubic on a 1000-packet queue, static Nuwa starves;
     the rule moves it to sender-driven control (switches counted and logged) and its share
@@ -204,4 +215,4 @@ def test_switch_rule_rescues_nuwa_next_to_cubic_and_leaves_a_lone_flow_alone() -
     alone = simulate(["nuwa"], LINK_10M, SimConfig(duration_s=20), switch="rule")
     assert alone["flows"][0]["switches"] == 0
     with pytest.raises(ValueError, match="switch"):
-        simulate(["nuwa"], LINK_10M, cfg, switch="dqn")
+        simulate(["nuwa"], LINK_10M, cfg, switch="bogus")

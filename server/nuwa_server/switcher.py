@@ -76,13 +76,15 @@ class ConnectionSwitcher:
 
     def on_grant(self, session: NuwaSession, decision: GrantDecision, now_us: int) -> None:
         """An accepted grant: its window and the queuing delay its echo shows (RTT sample
-        − the session's min RTT, µs) go to the policy."""
+        − the session's min RTT, µs) go to the policy, with the echoed frame's stamp (a
+        grant that echoes no newer frame adds no sample: ``switch_policy`` module doc)."""
         if not decision.accepted:
             return
-        qd = None
+        qd = echo = None
         if decision.rtt_us is not None and session.rtt_min_us is not None:
             qd = decision.rtt_us - session.rtt_min_us
-        self.policy.observe(now_us, decision.window_bytes, qd)
+            echo = decision.grant.echo_send_time_us if decision.grant is not None else None
+        self.policy.observe(now_us, decision.window_bytes, qd, echo)
 
     def poll(self, loss: QuicPacketRecovery, sessions: list[NuwaSession], now_us: int,
              peer_port: int | None) -> SwitchRecord | None:

@@ -139,10 +139,11 @@ class NuwaSender(QuicSender):
         decision = self.grants.on_grant(Grant(self._grant_seq, receiver_us, cum_bytes,
                                               window_bytes, echo_us, hold_us), t_us)
         if self.policy is not None:
-            self._switch_step(decision.window_bytes, decision.rtt_us, t_us)
+            self._switch_step(decision.window_bytes, decision.rtt_us, t_us, echo_us)
         self.try_send()
 
-    def _switch_step(self, window_bytes: int, rtt_us: int | None, t_us: int) -> None:
+    def _switch_step(self, window_bytes: int, rtt_us: int | None, t_us: int,
+                     echo_us: int | None = None) -> None:
         """ConnectionSwitcher.on_grant then .poll (every POLL_INTERVAL_US), in sim time."""
         assert self.policy is not None
         qd = None
@@ -150,7 +151,7 @@ class NuwaSender(QuicSender):
             self._rtt_min_us = rtt_us if self._rtt_min_us is None else min(self._rtt_min_us,
                                                                             rtt_us)
             qd = rtt_us - self._rtt_min_us
-        self.policy.observe(t_us, window_bytes, qd)
+        self.policy.observe(t_us, window_bytes, qd, echo_us if qd is not None else None)
         if t_us < self._next_poll_us:
             return
         self._next_poll_us = t_us + POLL_INTERVAL_US
