@@ -30,6 +30,7 @@ from .cc.switching import SWITCH_MODES, SwitchRecord, switch_controller
 from .config import SessionConfig
 from .grants import GrantDecision, GrantState
 from .session import NuwaSession
+from .switch_dqn import DqnSwitchPolicy, load_model
 from .switch_policy import RECEIVER, SENDER, ControlMode, RuleSwitchPolicy
 
 logger = logging.getLogger("nuwa_server.switcher")
@@ -60,12 +61,24 @@ def set_control_mode(loss: QuicPacketRecovery, grants: Iterable[GrantState],
     return record
 
 
+def make_policy(config: SessionConfig, now_us: int,
+                label: str = "") -> RuleSwitchPolicy | DqnSwitchPolicy:
+    """The policy ``config.switch`` names: the rule, or the DQN (``config.switch_model``,
+    default the checkout's model; an unusable one falls back to the rule, logged)."""
+    if config.switch == "dqn":
+        from pathlib import Path
+
+        path = Path(config.switch_model) if config.switch_model else None
+        return DqnSwitchPolicy(now_us, load_model(path), label=label)
+    return RuleSwitchPolicy(now_us)
+
+
 class ConnectionSwitcher:
-    """One connection's rule policy and its inputs (module doc)."""
+    """One connection's switching policy (rule or DQN) and its inputs (module doc)."""
 
     def __init__(self, config: SessionConfig, now_us: int) -> None:
         self.config = config
-        self.policy = RuleSwitchPolicy(now_us)
+        self.policy = make_policy(config, now_us)
         self.records: list[SwitchRecord] = []
         self._next_poll_us = now_us
 
