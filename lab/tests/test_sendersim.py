@@ -201,6 +201,22 @@ def test_a_lone_flow_does_not_switch_through_an_outage() -> None:
     assert alone["flows"][0]["switches"] == 0, alone["flows"][0]["switch_log"]
 
 
+def test_switch_dqn_runs_in_the_simulator_and_falls_back_to_the_rule(tmp_path: Path) -> None:
+    """--switch dqn: an unusable model file makes every Nuwa flow use the rule (same switch
+    log as --switch rule); the shipped model, when present, leaves a lone flow alone."""
+    bad = tmp_path / "bad.onnx"
+    bad.write_text("not a model")
+    cfg = SimConfig(duration_s=20, start_gap_s=2, switch_model=str(bad))
+    dqn = simulate(["nuwa", "cubic"], LINK_10M, cfg, switch="dqn")
+    rule = simulate(["nuwa", "cubic"], LINK_10M, cfg, switch="rule")
+    assert dqn["flows"][0]["switch_log"] == rule["flows"][0]["switch_log"] != []
+    from nuwa_server.switch_dqn import DEFAULT_MODEL_PATH
+
+    if DEFAULT_MODEL_PATH.is_file():
+        alone = simulate(["nuwa"], LINK_10M, SimConfig(duration_s=20), switch="dqn")
+        assert alone["flows"][0]["switches"] == 0
+
+
 def test_switch_rule_rescues_nuwa_next_to_cubic_and_leaves_a_lone_flow_alone() -> None:
     """--switch rule (issue 18): against Cubic on a 1000-packet queue, static Nuwa starves;
     the rule moves it to sender-driven control (switches counted and logged) and its share

@@ -24,6 +24,13 @@ Action ``a`` ∈ {0, 1}: the mode wanted, :data:`ACTIONS`. Around the network
 * **hysteresis**: a switch needs ``confirm`` consecutive decisions for the other mode and at
   least ``min_dwell_us`` in the present one (a flapping Q-network moves the flow at most once
   per ``min_dwell_us``);
+* **the way back follows the rule's probes**: while sender-driven the loss-based controller
+  fills the queue itself, so no state tells whether the competitor left (the rule's reason
+  for probing, :mod:`.switch_policy`); the network decides when to leave receiver-driven
+  control, and the return to it comes at the rule's probe times (20 s, doubled after each
+  failed probe up to 80 s). Without this the first model (trained 8bcbccd) went back after
+  every 5-s dwell next to Cubic (8 switches in 60 s, Nuwa's share 0.22 against the rule's
+  0.40, docs/BENCHMARKS.md);
 * **outage guard**: no fresh sample for ``outage_us`` → no switch (an outage tells nothing
   about a competitor; :mod:`.switch_policy` module doc);
 * **fallback**: a model that cannot be loaded (missing, unreadable, metadata or shape not
@@ -229,8 +236,8 @@ class DqnSwitchPolicy:
     def decide(self, now_us: int) -> ControlMode | None:
         """The mode to switch to now, or None (module doc: hysteresis, outage guard,
         fallback)."""
-        if self.model is None:
-            return self.rule.decide(now_us)
+        if self.model is None or self.mode == SENDER:
+            return self.rule.decide(now_us)  # fallback; or the way back: the rule's probes
         if now_us < self._next_us:
             return None
         self._next_us = now_us + DECISION_INTERVAL_US

@@ -96,6 +96,7 @@ def test_a_flapping_network_is_damped() -> None:
     gaps = [b[0] - a[0] for a, b in zip(sw, sw[1:], strict=False)]
     assert all(g >= p2.config.min_dwell_us for g in gaps)
     assert len(sw) <= 60 * S // p2.config.min_dwell_us
+    assert [m for _, m in sw][:2] == [SENDER, RECEIVER] and sw[1][0] - sw[0][0] >= 20 * S
 
 
 def test_no_switch_during_an_outage() -> None:
@@ -107,10 +108,18 @@ def test_no_switch_during_an_outage() -> None:
     assert p3.mode == RECEIVER and p3.decisions >= 30
     sw = drive(p3, 20 * S, 22 * S, 400 * MS)
     assert sw and sw[0][1] == SENDER
-    # a switch was wanted while sender-driven, then an outage: no switch back either
-    p4 = DqnSwitchPolicy(0, scripted(lambda k: [1.0, 0.0]))  # wants receiver-driven
-    p4.switched(0, SENDER)
-    assert drive(p4, 0, 20 * S, None) == [] and p4.mode == SENDER
+
+
+def test_the_way_back_follows_the_rules_probes() -> None:
+    """Sender-driven, a network that wants receiver-driven at once gets it only at the
+    rule's probe time (20 s); a flapping one cannot bring the flow back sooner either."""
+    p = DqnSwitchPolicy(0, scripted(lambda k: [1.0, 0.0]))  # always wants receiver-driven
+    p.switched(0, SENDER)
+    sw = drive(p, 0, 30 * S, 400 * MS)
+    assert sw[0] == (20 * S, RECEIVER)
+    p2 = DqnSwitchPolicy(0, scripted(lambda k: [1.0, 0.0] if k % 2 else [0.0, 1.0]))
+    p2.switched(0, SENDER)
+    assert drive(p2, 0, 19 * S, None) == [] and p2.mode == SENDER
 
 
 def test_features_are_in_range_and_name_the_evidence() -> None:
