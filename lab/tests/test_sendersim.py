@@ -190,6 +190,33 @@ def test_nuwa_flows_share_one_bridge_and_the_link() -> None:
     assert all(f["queuing_delay_ms"]["p95"] < 100 for f in out["flows"])
 
 
+def test_a_lone_flow_does_not_switch_through_an_outage() -> None:
+    """The cause of the five lone-flow switches on the dev traces (switch_policy module doc):
+    an outage during which the page grants on, each grant echoing the last frame read.
+    10 Mbit/s with a 4-s outage (one opportunity a second) at 8 s; the old rule switched
+    (at ~11 s, then probed back), the fresh-echo rule does not."""
+    opps = [m for m in range(1, 8001)] + [9000, 10000, 11000] + list(range(12001, 20001))
+    trace = parse_trace([str(m) for m in opps], name="outage")
+    alone = simulate(["nuwa"], trace, SimConfig(duration_s=20), switch="rule")
+    assert alone["flows"][0]["switches"] == 0, alone["flows"][0]["switch_log"]
+
+
+def test_switch_dqn_runs_in_the_simulator_and_falls_back_to_the_rule(tmp_path: Path) -> None:
+    """--switch dqn: an unusable model file makes every Nuwa flow use the rule (same switch
+    log as --switch rule); the shipped model, when present, leaves a lone flow alone."""
+    bad = tmp_path / "bad.onnx"
+    bad.write_text("not a model")
+    cfg = SimConfig(duration_s=20, start_gap_s=2, switch_model=str(bad))
+    dqn = simulate(["nuwa", "cubic"], LINK_10M, cfg, switch="dqn")
+    rule = simulate(["nuwa", "cubic"], LINK_10M, cfg, switch="rule")
+    assert dqn["flows"][0]["switch_log"] == rule["flows"][0]["switch_log"] != []
+    from nuwa_server.switch_dqn import DEFAULT_MODEL_PATH
+
+    if DEFAULT_MODEL_PATH.is_file():
+        alone = simulate(["nuwa"], LINK_10M, SimConfig(duration_s=20), switch="dqn")
+        assert alone["flows"][0]["switches"] == 0
+
+
 def test_switch_rule_rescues_nuwa_next_to_cubic_and_leaves_a_lone_flow_alone() -> None:
     """--switch rule (issue 18): against Cubic on a 1000-packet queue, static Nuwa starves;
     the rule moves it to sender-driven control (switches counted and logged) and its share
@@ -204,4 +231,4 @@ def test_switch_rule_rescues_nuwa_next_to_cubic_and_leaves_a_lone_flow_alone() -
     alone = simulate(["nuwa"], LINK_10M, SimConfig(duration_s=20), switch="rule")
     assert alone["flows"][0]["switches"] == 0
     with pytest.raises(ValueError, match="switch"):
-        simulate(["nuwa"], LINK_10M, cfg, switch="dqn")
+        simulate(["nuwa"], LINK_10M, cfg, switch="bogus")

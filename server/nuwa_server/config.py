@@ -31,9 +31,10 @@ SESSION_SCHEMES = ("nuwa", "cubic", "reno", "bbr", "pbq")
 the connection's PBQ agent with the server's ``--pbq-model``); the oracle needs the
 emulator's reports and stays a server-wide mode."""
 
-SWITCHES = ("none", "rule")
+SWITCHES = ("none", "rule", "dqn")
 """``--switch``: live switching of a Nuwa connection between receiver-driven and
-sender-driven control: none, or the rule of :mod:`.switch_policy` (:mod:`.switcher`)."""
+sender-driven control: none, the rule of :mod:`.switch_policy`, or the learned policy of
+:mod:`.switch_dqn` (the rule its fallback) (:mod:`.switcher`)."""
 
 SENDER_CCS = ("cubic", "bbr")
 """The controller that governs a Nuwa connection while it is sender-driven (``--sender-cc``)."""
@@ -80,7 +81,9 @@ class SessionConfig:
         initial_window_bytes: grant window before the first grant, bytes.
         pbq_model: the PBQ agent's ONNX file (``pbq`` mode); None: the checkout's
             ``models/pbq.onnx`` (:data:`.cc.pbq_agent.DEFAULT_MODEL_PATH`).
-        switch: ``none`` or ``rule`` (``nuwa`` mode only: :mod:`.switcher`).
+        switch: ``none``, ``rule`` or ``dqn`` (``nuwa`` mode only: :mod:`.switcher`).
+        switch_model: ``dqn``'s ONNX file; None: the checkout's ``models/switch-dqn.onnx``
+            (:data:`.switch_dqn.DEFAULT_MODEL_PATH`; missing or unusable: the rule, logged).
         switch_mode: how a switch carries controller state, ``unrestricted`` or
             ``limited`` (:mod:`.cc.switching`).
         sender_cc: the controller of sender-driven control (``cubic`` or ``bbr``).
@@ -96,6 +99,7 @@ class SessionConfig:
     initial_window_bytes: int = 12000
     pbq_model: str | None = None
     switch: str = "none"
+    switch_model: str | None = None
     switch_mode: str = "unrestricted"
     sender_cc: str = "cubic"
 

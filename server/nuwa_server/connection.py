@@ -248,7 +248,7 @@ class NuwaProtocol(QuicConnectionProtocol):
             if self._context.oracle_window_bytes is not None:
                 session.grants.set_window(self._context.oracle_window_bytes)
             self._sessions[event.stream_id] = session
-            if config.switch == "rule" and self.switcher is None:
+            if config.switch in ("rule", "dqn") and self.switcher is None:
                 self.switcher = ConnectionSwitcher(config, start)
             elif self.switcher is not None and self.switcher.mode != "receiver":
                 # a session opening on a sender-driven connection follows its mode

@@ -307,7 +307,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    " missing or unusable: plain BBR, logged)")
     p.add_argument("--switch", choices=SWITCHES, default="none",
                    help="--cc nuwa: live switching between receiver-driven and sender-driven "
-                   "control by the rule of switch_policy.py (default none)")
+                   "control by the rule of switch_policy.py or the DQN of switch_dqn.py "
+                   "(default none)")
+    p.add_argument("--switch-model", default=None,
+                   help="--switch dqn: the Q-network's ONNX file (default: the checkout's "
+                   "models/switch-dqn.onnx; missing or unusable: the rule, logged)")
     p.add_argument("--switch-mode", choices=SWITCH_MODES, default="unrestricted",
                    help="what a switch carries over: unrestricted (all controller state) or "
                    "limited (connection-level state only) (default unrestricted)")
@@ -372,6 +376,7 @@ async def _run(args: argparse.Namespace) -> int:
         grant_timeout_us=int(args.grant_timeout_ms * 1000),
         pbq_model=args.pbq_model,
         switch=args.switch,
+        switch_model=args.switch_model,
         switch_mode=args.switch_mode,
         sender_cc=args.sender_cc,
     )

@@ -10,7 +10,25 @@ is one only a receiver-driven server has: **the queuing delay its grants show (e
 grant's echo RTT − the connection's min RTT) never drains below X for Y seconds.** Alone,
 Nuwa holds its queue near Td (25 ms) and drains it whenever its window is small; but on a
 slow stretch of a cellular trace its own few packets can hold a queue above X, and then the
-rule fires on a lone flow (5 of the 18 dev traces in the simulator, docs/BENCHMARKS.md).
+rule fired on a lone flow (5 of the 18 dev traces in the simulator, docs/BENCHMARKS.md).
+**Why it fired alone (session 10):** on all five the trigger was an outage, not a queue.
+The page keeps granting through an outage (its controller ticks every 5 ms and shrinks the
+window), and every grant echoes the stamp of the *last frame read*, so each one yields the
+same RTT sample again (the stale sample of one frame, 70–4,400 ms above the min RTT), 20+
+of them in 3 s: "every sample of the last Y above X" held with no new evidence at all
+(e.g. UMTS driving at 29.8–32.6 s: 0 bit/s delivered, 40 grants, one frame's qd). Only a
+sample that echoes a frame newer than the last one counted is evidence now (``echo_us`` in
+:meth:`RuleSwitchPolicy.observe`): an outage gives none, a trickle of one frame a second
+gives 3 in Y (< ``min_samples``), a competitor's standing queue gives one per frame read.
+Two of the five (Lumos LTE driving at 11–14 s, NYC 3G subway at 32–35 s) also had fresh
+samples: the link slowed, Nuwa's own window drained through a queue above X for 0.8 s
+(30–40 frames), then the outage gave no sample for 1.4–2.2 s, and those 0.8 s stood for
+the whole of Y. So the evidence must also **cover Y**: no span without a fresh sample
+longer than max(``max_gap_us``, ``gap_qd_factor`` × the queuing delay of the sample before
+it), counting from Y's start and up to now. Next to a buffer filler a frame is read at
+least once per RTT (one frame is always outstanding; RTT = base + qd ≤ 2 × qd when
+qd ≥ X ≥ the base RTT, and ≤ 1 s otherwise): in the simulator, Nuwa's probe next to Cubic
+at 10 Mbit/s (qd ≈ 620 ms) saw gaps of at most 0.69 s.
 An optional second condition, the receiver's window sitting at its floor
 (``floor_window_bytes``), cut that to 3 of 18 but missed the competitor whenever Nuwa's
 receiver kept its window above the floor next to it (it takes part of a standing queue for
@@ -24,7 +42,9 @@ Rule (times µs; :class:`RuleConfig` holds the values):
 
 * receiver → sender: in receiver-driven mode for at least ``hold_us`` (Y) and
   ``min_dwell_us``, with at least ``min_samples`` queuing-delay samples in the last Y, every
-  one of them ≥ ``queue_floor_ms`` (X: the queue never drained), and, when
+  one of them ≥ ``queue_floor_ms`` (X: the queue never drained; a sample counts only
+  when it echoes a frame newer than the last sample's, and the samples cover Y without a
+  gap longer than max(``max_gap_us``, ``gap_qd_factor`` × qd): module doc), and, when
   ``floor_window_bytes`` is set and the flow is not on a probe, at least ``floor_share`` of
   the window observations in the last Y at or below it. No samples (an outage) is no
   evidence: no switch.
@@ -66,6 +86,10 @@ class RuleConfig:
             its queue near Td and drains it when its window is small).
         hold_us: Y, µs.
         min_samples: queuing-delay samples needed in the last Y (fewer: no evidence).
+        max_gap_us / gap_qd_factor: the longest span of the last Y without a fresh sample
+            that still counts as "observed throughout" is max(max_gap_us, gap_qd_factor ×
+            the queuing delay of the sample before it), µs (module doc: a lone flow's
+            outage after a slow stretch; a competitor's queue yields a frame per RTT).
         min_dwell_us: no switch sooner than this after the last one, µs.
         probe_us / probe_max_us: sender-driven time before a probe back, first and at most
             (each probe costs the flow about Y at a small window while a competitor stays;
@@ -74,6 +98,8 @@ class RuleConfig:
 
     floor_window_bytes: int | None = None
     floor_share: float = 0.9
+    max_gap_us: int = 1_000_000
+    gap_qd_factor: float = 2.0
     queue_floor_ms: float = 50.0
     hold_us: int = 3_000_000
     min_samples: int = 20
@@ -89,6 +115,9 @@ class RuleConfig:
             raise ValueError(f"floor_share must be in (0, 1], got {self.floor_share}")
         if not self.queue_floor_ms > 0:
             raise ValueError(f"queue_floor_ms must be > 0, got {self.queue_floor_ms}")
+        if self.max_gap_us <= 0 or not self.gap_qd_factor >= 0:
+            raise ValueError(f"max_gap_us must be > 0 and gap_qd_factor >= 0, got "
+                             f"{self.max_gap_us}, {self.gap_qd_factor}")
         if self.hold_us <= 0 or self.min_dwell_us < 0 or self.min_samples < 1:
             raise ValueError("hold_us must be > 0, min_dwell_us >= 0, min_samples >= 1")
         if not 0 < self.probe_us <= self.probe_max_us:
@@ -112,14 +141,29 @@ class RuleSwitchPolicy:
         self._qd: deque[tuple[int, int]] = deque()
         self._probe_wait_us = self.config.probe_us
         self._probing_since_us: int | None = None
+        self._last_echo_us: int | None = None
+        self.stale_samples = 0
+        """Queuing-delay samples dropped because they echoed no newer frame (module doc)."""
 
     def observe(self, now_us: int, window_bytes: int | None = None,
-                queuing_delay_us: int | None = None) -> None:
-        """A granted window (bytes) and/or a queuing-delay sample (µs) at ``now_us``."""
+                queuing_delay_us: int | None = None, echo_us: int | None = None) -> None:
+        """A granted window (bytes) and/or a queuing-delay sample (µs) at ``now_us``.
+
+        ``echo_us``: the send stamp of the frame the sample was measured on (the grant's
+        ``echo_send_time_us``, PROTOCOL.md "Grants"). When given, a sample whose echo is not
+        newer than the last counted sample's is the same frame measured again (the page
+        grants on through an outage): it is dropped and counted in ``stale_samples``
+        (module doc: why). None: every sample counts (a caller without echoes)."""
         if window_bytes is not None:
             self._windows.append((now_us, window_bytes))
         if queuing_delay_us is not None:
-            self._qd.append((now_us, queuing_delay_us))
+            if echo_us is not None and self._last_echo_us is not None and (
+                    echo_us <= self._last_echo_us):
+                self.stale_samples += 1
+            else:
+                self._qd.append((now_us, queuing_delay_us))
+                if echo_us is not None:
+                    self._last_echo_us = echo_us
         edge = now_us - self.config.hold_us
         while self._windows and self._windows[0][0] < edge:
             self._windows.popleft()
@@ -133,12 +177,25 @@ class RuleSwitchPolicy:
         qd = [q for t, q in self._qd]
         if len(qd) < c.min_samples or min(qd) < c.queue_floor_ms * 1000:
             return False
+        if not self._covers_hold(now_us):
+            return False
         if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True
         if not self._windows:
             return False
         at_floor = sum(1 for _, w in self._windows if w <= c.floor_window_bytes)
         return at_floor >= c.floor_share * len(self._windows)
+
+    def _covers_hold(self, now_us: int) -> bool:
+        """The fresh samples of the last Y leave no gap longer than max(``max_gap_us``,
+        ``gap_qd_factor`` × the queuing delay before it), from Y's start to ``now_us``."""
+        c = self.config
+        prev_t, prev_qd = now_us - c.hold_us, 0
+        for t, q in [*self._qd, (now_us, 0)]:
+            if t - prev_t > max(c.max_gap_us, c.gap_qd_factor * prev_qd):
+                return False
+            prev_t, prev_qd = t, q
+        return True
 
     def decide(self, now_us: int) -> ControlMode | None:
         """The mode to switch to now, or None to stay (module doc)."""
@@ -180,6 +237,16 @@ class RuleSwitchPolicy:
     def _probe_span_us(self) -> int:
         """A probe that lasts longer than this without a switch back has held, µs."""
         return 2 * self.config.hold_us + self.config.min_dwell_us
+
+    @property
+    def qd_samples(self) -> tuple[tuple[int, int], ...]:
+        """The fresh queuing-delay samples kept (the last Y as of the last call), (t µs, µs)."""
+        return tuple(self._qd)
+
+    @property
+    def window_samples(self) -> tuple[tuple[int, int], ...]:
+        """The granted windows kept (the last Y), (t µs, bytes)."""
+        return tuple(self._windows)
 
     @property
     def probe_wait_us(self) -> int:

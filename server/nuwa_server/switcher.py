@@ -30,6 +30,7 @@ from .cc.switching import SWITCH_MODES, SwitchRecord, switch_controller
 from .config import SessionConfig
 from .grants import GrantDecision, GrantState
 from .session import NuwaSession
+from .switch_dqn import DqnSwitchPolicy, load_model
 from .switch_policy import RECEIVER, SENDER, ControlMode, RuleSwitchPolicy
 
 logger = logging.getLogger("nuwa_server.switcher")
@@ -60,12 +61,24 @@ def set_control_mode(loss: QuicPacketRecovery, grants: Iterable[GrantState],
     return record
 
 
+def make_policy(config: SessionConfig, now_us: int,
+                label: str = "") -> RuleSwitchPolicy | DqnSwitchPolicy:
+    """The policy ``config.switch`` names: the rule, or the DQN (``config.switch_model``,
+    default the checkout's model; an unusable one falls back to the rule, logged)."""
+    if config.switch == "dqn":
+        from pathlib import Path
+
+        path = Path(config.switch_model) if config.switch_model else None
+        return DqnSwitchPolicy(now_us, load_model(path), label=label)
+    return RuleSwitchPolicy(now_us)
+
+
 class ConnectionSwitcher:
-    """One connection's rule policy and its inputs (module doc)."""
+    """One connection's switching policy (rule or DQN) and its inputs (module doc)."""
 
     def __init__(self, config: SessionConfig, now_us: int) -> None:
         self.config = config
-        self.policy = RuleSwitchPolicy(now_us)
+        self.policy = make_policy(config, now_us)
         self.records: list[SwitchRecord] = []
         self._next_poll_us = now_us
 
@@ -76,13 +89,15 @@ class ConnectionSwitcher:
 
     def on_grant(self, session: NuwaSession, decision: GrantDecision, now_us: int) -> None:
         """An accepted grant: its window and the queuing delay its echo shows (RTT sample
-        − the session's min RTT, µs) go to the policy."""
+        − the session's min RTT, µs) go to the policy, with the echoed frame's stamp (a
+        grant that echoes no newer frame adds no sample: ``switch_policy`` module doc)."""
         if not decision.accepted:
             return
-        qd = None
+        qd = echo = None
         if decision.rtt_us is not None and session.rtt_min_us is not None:
             qd = decision.rtt_us - session.rtt_min_us
-        self.policy.observe(now_us, decision.window_bytes, qd)
+            echo = decision.grant.echo_send_time_us if decision.grant is not None else None
+        self.policy.observe(now_us, decision.window_bytes, qd, echo)
 
     def poll(self, loss: QuicPacketRecovery, sessions: list[NuwaSession], now_us: int,
              peer_port: int | None) -> SwitchRecord | None:

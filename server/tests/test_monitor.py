@@ -145,6 +145,102 @@ def test_an_outage_is_no_evidence() -> None:
     assert run_policy(p, 0, 20 * S, window=1200, qd_us=None) == []
 
 
+def outage_script(p: RuleSwitchPolicy, t0: int, t1: int, qd_us: int,
+                  trickle_every_us: int | None = None) -> list[tuple[int, str]]:
+    """A lone flow's outage as the server sees it (docs/BENCHMARKS.md, UMTS driving at 30 s):
+    the page grants every 50 ms at the floor window and every grant echoes the last frame
+    read, so the RTT sample (and qd) repeats; with ``trickle_every_us`` one new frame gets
+    through that often (a new echo, a larger qd). Returns the switches."""
+    out = []
+    echo, qd = t0 - 100 * MS, qd_us
+    for t in range(t0, t1, 50 * MS):
+        if trickle_every_us is not None and (t - t0) % trickle_every_us == 0 and t > t0:
+            echo, qd = t - qd_us - 50 * MS, qd + trickle_every_us
+        p.observe(t, 1200, qd, echo_us=echo)
+        d = p.decide(t)
+        if d is not None:
+            p.switched(t, d)
+            out.append((t, d))
+    return out
+
+
+def test_an_outage_that_repeats_one_frames_sample_is_no_evidence() -> None:
+    """The five lone-flow switches of the 18-trace sweep: grants through an outage echo the
+    same frame, so one frame's queuing delay arrived 20+ times in Y. Counted once, they are
+    no evidence (old rule: a switch after 3 s on both scripts)."""
+    p = RuleSwitchPolicy(0)
+    run_policy(p, 0, 10 * S, window=60_000, qd_us=20 * MS)  # a lone flow near Td
+    assert outage_script(p, 10 * S, 30 * S, qd_us=70 * MS) == []
+    assert p.stale_samples >= 390
+    # a trickle of one frame a second (NYC 3G subway-cross): 3 fresh samples per Y, each
+    # larger than the last
+    p2 = RuleSwitchPolicy(0)
+    assert outage_script(p2, 0, 30 * S, qd_us=770 * MS, trickle_every_us=1 * S) == []
+
+
+def test_evidence_must_cover_y_a_slow_stretch_then_an_outage_does_not_switch() -> None:
+    """Lumos LTE driving at 11–14 s (the link slows, Nuwa's own queue drains above X for
+    0.8 s, then an outage: no frame for 2.2 s): 32 fresh samples ≥ X in the last Y, all
+    from its first 0.8 s. Not a queue that never drained: no switch (the old rule switched
+    at 3 s). Samples resuming every 100 ms above X then switch once they cover Y."""
+    p = RuleSwitchPolicy(0)
+    run_policy(p, 0, 10 * S, window=60_000, qd_us=20 * MS)  # a lone flow near Td
+    for k in range(32):  # 11.2-12.0 s: one fresh sample per 25 ms, qd 200 -> 610 ms
+        t = 11_200 * MS + k * 25 * MS
+        p.observe(t, 1200, 200 * MS + k * 13 * MS)
+    for t in range(12 * S, 14_300 * MS, 50 * MS):  # the outage: grants, no new frame
+        p.observe(t, 1200, None)
+        assert p.decide(t) is None, t
+    assert p.mode == RECEIVER
+    # a standing queue observed throughout Y (a frame per 100 ms, qd 620 ms) does switch
+    sw = []
+    for t in range(14_300 * MS, 20 * S, 100 * MS):
+        p.observe(t, 1200, 620 * MS, echo_us=t - 670 * MS)
+        if (d := p.decide(t)) is not None:
+            sw.append((t, d))
+    assert sw and sw[0] == (16_300 * MS, SENDER)  # Y after 13.3 s: its first 1 s is a gap ≤ 1 s
+
+
+def test_a_competitors_queue_gives_fresh_samples_and_still_switches() -> None:
+    """Next to a buffer filler each frame read is a new echo: the switch comes after Y as
+    before; the same with a stale sample between fresh ones."""
+    p = RuleSwitchPolicy(0)
+    sw = []
+    for k in range(200):  # grants every 50 ms, a new frame echoed on every other one
+        t = k * 50 * MS
+        echo = t - 450 * MS - (50 * MS if k % 2 else 0)  # odd k: the previous grant's echo
+        p.observe(t, 1200, 400 * MS, echo_us=echo)
+        d = p.decide(t)
+        if d is not None:
+            p.switched(t, d)
+            sw.append((t, d))
+    assert sw and sw[0][1] == SENDER and 3 * S <= sw[0][0] <= 3.2 * S
+    assert p.stale_samples == 100  # every other grant of the 200, each counted once
+
+
+def test_the_switcher_passes_the_grants_echo() -> None:
+    """ConnectionSwitcher.on_grant hands the policy the grant's echo: grants through an
+    outage (same echo) add no sample; a newer echo adds one."""
+    from types import SimpleNamespace
+
+    from nuwa_server.config import SessionConfig
+    from nuwa_server.grants import GrantDecision
+    from nuwa_server.protocol import Grant
+    from nuwa_server.switcher import ConnectionSwitcher
+
+    sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), 0)
+    session = SimpleNamespace(rtt_min_us=50 * MS)
+    for k in range(100, 200):  # 5 s of grants, 5-10 s, all echoing the frame sent at 4.9 s
+        t = k * 50 * MS
+        g = Grant(k, t, 0, 1200, 4_900 * MS, 0)
+        sw.on_grant(session, GrantDecision(True, "ok", g, 1200, 0, t - 4_900 * MS), t)  # type: ignore[arg-type]
+    assert sw.policy.decide(10 * S) is None  # the old rule: "sender" (100 samples ≥ 50 ms)
+    assert sw.policy.stale_samples == 99
+    g = Grant(200, 10 * S, 0, 1200, 9_500 * MS, 0)
+    sw.on_grant(session, GrantDecision(True, "ok", g, 1200, 0, 500 * MS), 10 * S)  # type: ignore[arg-type]
+    assert sw.policy.stale_samples == 99
+
+
 def test_flapping_input_does_not_flap_the_mode() -> None:
     """Evidence that comes and goes every second never holds for Y = 3 s: no switch; and
     after a switch there is none within min_dwell."""

@@ -18,8 +18,9 @@ from typing import Any
 from ..emulator import TraceError, constant_rate_trace, load_trace
 from ..load.procs import StartError
 
-SWITCH_MODES = ("none", "rule")
-"""``--switch``: no switching, or the rule-based policy (``nuwa_server.switching``)."""
+SWITCH_MODES = ("none", "rule", "dqn")
+"""``--switch``: no switching, the rule-based policy (``nuwa_server.switch_policy``) or the
+DQN (``nuwa_server.switch_dqn``, the rule its fallback)."""
 MAX_TOTAL_MBPS = 20.0
 """End to end, the link (or the trace's mean rate) may not exceed this: the receivers,
 servers and emulator must fit two cores."""
@@ -34,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-gap-s", type=float, default=0.0, help="flow i starts at i × this, s")
     p.add_argument("--switch", choices=SWITCH_MODES, default="none",
                    help="controller switching for the Nuwa flows (default none)")
+    p.add_argument("--switch-model", default=None,
+                   help="--switch dqn: the Q-network's ONNX file (default: the checkout's "
+                   "models/switch-dqn.onnx; unusable: the rule, logged)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--trace", help="Mahimahi trace of the bottleneck")
     g.add_argument("--link-mbps", type=float, help="constant-rate bottleneck, Mbit/s")
@@ -94,7 +98,8 @@ def run_sim(a: argparse.Namespace) -> dict[str, Any]:
 
     trace = load_trace(a.trace) if a.trace else constant_rate_trace(a.link_mbps * 1e6)
     cfg = SimConfig(one_way_delay_ms=a.delay_ms, queue_packets=a.queue_packets,
-                    start_gap_s=a.start_gap_s, duration_s=a.duration, seed=a.seed)
+                    start_gap_s=a.start_gap_s, duration_s=a.duration, seed=a.seed,
+                    switch_model=a.switch_model)
     out = simulate(a.flow_list, trace, cfg, switch=a.switch)
     out.update({"mode": "sim", "switch": a.switch, "duration_s": a.duration,
                 "start_gap_s": a.start_gap_s, "queue_packets": a.queue_packets,

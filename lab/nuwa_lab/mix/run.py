@@ -95,6 +95,8 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
                    *SCHEME_SERVER_ARGS[k], "--state-dir", str(REPO_ROOT / ".cache" / "dev-cert")]
             if k in SWITCHING_SCHEMES and a.switch != "none":
                 cmd += ["--switch", a.switch]
+                if getattr(a, "switch_model", None):
+                    cmd += ["--switch-model", a.switch_model]
             return _start_ready(cmd, out / f"server-{k}.stderr")
 
         with ThreadPoolExecutor(len(kinds)) as pool:  # the servers start side by side

@@ -36,8 +36,7 @@ from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
 from nuwa_server.config import SessionConfig
 from nuwa_server.grants import GrantConfig, GrantState, WriteBudget
 from nuwa_server.protocol import Grant
-from nuwa_server.switch_policy import RuleSwitchPolicy
-from nuwa_server.switcher import POLL_INTERVAL_US, set_control_mode
+from nuwa_server.switcher import POLL_INTERVAL_US, make_policy, set_control_mode
 
 from .core import Path, WirePacket
 from .quic import FRAME_BYTES, QuicReceiver, QuicSender
@@ -85,15 +84,17 @@ class Bridge:
 class NuwaSender(QuicSender):
     """The server side of a Nuwa flow (module doc)."""
 
-    def __init__(self, path: Path, flow: int, start_ms: float, switch: str = "none") -> None:
+    def __init__(self, path: Path, flow: int, start_ms: float, switch: str = "none",
+                 switch_model: str | None = None) -> None:
         super().__init__(path, flow, CEILING_NAME, start_ms)
         self.grants = GrantState(GrantConfig(enforce=True), start_time_us=int(start_ms * 1000))
         self._budget: WriteBudget | None = None
         self._grant_seq = 0
         # --switch rule: the server's rule (nuwa_server.switch_policy) and swap
         # (nuwa_server.switcher.set_control_mode), fed as ConnectionSwitcher feeds them
-        self.switch_config = SessionConfig(switch=switch).validate()
-        self.policy = RuleSwitchPolicy(int(start_ms * 1000)) if switch == "rule" else None
+        self.switch_config = SessionConfig(switch=switch, switch_model=switch_model).validate()
+        self.policy = (make_policy(self.switch_config, int(start_ms * 1000), f"flow {flow}")
+                       if switch != "none" else None)
         self._rtt_min_us: int | None = None
         self._next_poll_us = 0
         self.switch_log: list[tuple[float, str]] = []
@@ -139,10 +140,11 @@ class NuwaSender(QuicSender):
         decision = self.grants.on_grant(Grant(self._grant_seq, receiver_us, cum_bytes,
                                               window_bytes, echo_us, hold_us), t_us)
         if self.policy is not None:
-            self._switch_step(decision.window_bytes, decision.rtt_us, t_us)
+            self._switch_step(decision.window_bytes, decision.rtt_us, t_us, echo_us)
         self.try_send()
 
-    def _switch_step(self, window_bytes: int, rtt_us: int | None, t_us: int) -> None:
+    def _switch_step(self, window_bytes: int, rtt_us: int | None, t_us: int,
+                     echo_us: int | None = None) -> None:
         """ConnectionSwitcher.on_grant then .poll (every POLL_INTERVAL_US), in sim time."""
         assert self.policy is not None
         qd = None
@@ -150,7 +152,7 @@ class NuwaSender(QuicSender):
             self._rtt_min_us = rtt_us if self._rtt_min_us is None else min(self._rtt_min_us,
                                                                             rtt_us)
             qd = rtt_us - self._rtt_min_us
-        self.policy.observe(t_us, window_bytes, qd)
+        self.policy.observe(t_us, window_bytes, qd, echo_us if qd is not None else None)
         if t_us < self._next_poll_us:
             return
         self._next_poll_us = t_us + POLL_INTERVAL_US
@@ -216,10 +218,10 @@ class NuwaReceiver(QuicReceiver):
 
 
 def make_nuwa_flow(path: Path, flow: int, start_ms: float, ack_every: int,
-                   max_ack_delay_ms: float, bridge: Bridge, switch: str = "none"
-                   ) -> tuple[NuwaSender, NuwaReceiver]:
+                   max_ack_delay_ms: float, bridge: Bridge, switch: str = "none",
+                   switch_model: str | None = None) -> tuple[NuwaSender, NuwaReceiver]:
     """A Nuwa flow's sender and receiver; its controller is session ``flow`` of ``bridge``
     (one bridge serves every Nuwa flow of a run); ``switch``: ``none`` or ``rule`` (the
-    server's ``--switch``)."""
-    sender = NuwaSender(path, flow, start_ms, switch)
+    server's ``--switch``; ``dqn``: ``switch_model``, the server's ``--switch-model``)."""
+    sender = NuwaSender(path, flow, start_ms, switch, switch_model)
     return sender, NuwaReceiver(path, sender, bridge, ack_every, max_ack_delay_ms)

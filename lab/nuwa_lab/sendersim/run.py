@@ -36,7 +36,8 @@ class SimConfig:
     an end-to-end run's download starts seconds into the trace) and the warm-up after it
     that utilization and queuing delay leave out (s; ``bulk_metrics.py`` leaves out 2), and the
 random loss before the queue (a probability per packet, seeded by ``seed``); ``pbq`` flows'
-ONNX model (None: the checkout's ``models/pbq.onnx``; :mod:`.agents`)."""
+ONNX model (None: the checkout's ``models/pbq.onnx``; :mod:`.agents`); ``--switch dqn``'s
+Q-network (None: the checkout's ``models/switch-dqn.onnx``)."""
 
     one_way_delay_ms: float = 25.0
     queue_packets: int | None = 1000
@@ -49,20 +50,21 @@ ONNX model (None: the checkout's ``models/pbq.onnx``; :mod:`.agents`)."""
     warmup_s: float = 0.0
     loss_rate: float = 0.0
     pbq_model: str | None = None
+    switch_model: str | None = None
 
 
 def simulate(schemes: list[str], trace: Trace, cfg: SimConfig,
              switch: str = "none") -> dict[str, Any]:
     """Run the flows ``schemes`` (names of :func:`.schemes.schemes`) over ``trace``.
 
-    ``switch``: ``none``, or ``rule`` (each Nuwa flow's sender runs the server's
-    ``--switch rule``: ``nuwa_server.switch_policy`` and ``switcher.set_control_mode``).
+    ``switch``: ``none``, ``rule`` or ``dqn`` (each Nuwa flow's sender runs the server's
+    ``--switch``: ``nuwa_server.switcher.make_policy`` and ``set_control_mode``).
     Returns the dict of :func:`.metrics.summarize` plus ``config``, with each flow's
     ``switches`` and ``switch_log`` [[t_s, mode], ...]. Raises ValueError on an unknown
     scheme or switch, no flows or a duration ≤ 0.
     """
-    if switch not in ("none", "rule"):
-        raise ValueError(f"switch must be none or rule, got {switch!r}")
+    if switch not in ("none", "rule", "dqn"):
+        raise ValueError(f"switch must be none, rule or dqn, got {switch!r}")
     if not schemes:
         raise ValueError("simulate: no flows")
     if cfg.duration_s <= 0:
@@ -112,7 +114,8 @@ def _make_flow(path: Path, scheme: str, start_ms: float, cfg: SimConfig,
             bridges.append(Bridge())
             closers.append(bridges[0].close)  # closers run last first: after the sessions
         _, nuwa_receiver = make_nuwa_flow(path, flow, start_ms, cfg.ack_every,
-                                          cfg.max_ack_delay_ms, bridges[0], switch)
+                                          cfg.max_ack_delay_ms, bridges[0], switch,
+                                          cfg.switch_model)
         closers.append(nuwa_receiver.close)
         receiver = nuwa_receiver
     else:
