@@ -63,12 +63,6 @@ PIPEACK_MIN_PERIOD_S = 1.0
 """pipeACK sampling period is max(3 RTT, this), s (RFC 7661 §4.2, as its Linux
 reference implementation sets it)."""
 
-LIMITED_SLOW_START_PACKETS = 50
-"""RFC 3742 max_ssthresh: above this window (packets) the first slow start grows by at most
-half of it per round trip (limited slow start). RFC 3742 suggests 100; 50 keeps a receiver
-that obeys and then lies within Cubic alone's flight (issue 13's bound: with 100 its peak came
-within 18 kB of it in one of three runs), and still reaches 400 kB within about 0.5 s."""
-
 IDLE_SSTHRESH_FRACTION = 0.75
 """After an idle reset ssthresh keeps at least ¾ of the window before (RFC 7661 §4.4.3)."""
 
@@ -135,41 +129,15 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         sender held back by anything else); in slow start also while the window is
         below twice the largest flight of those rounds.
         """
-        if self._window_binding():
+        if self._round_cwnd_limited or self._prev_round_cwnd_limited:
             return True
+        held_back = self._round_held_back or self._prev_round_held_back
+        if held_back and 2 * self.bytes_in_flight >= self.congestion_window:
+            return True  # RFC 7661 §4.2: at least half the window in flight (now)
         if self.ssthresh is None or self.congestion_window < self.ssthresh:
             used = max(self._round_max_flight_bytes, self._prev_round_max_flight_bytes)
             return self.congestion_window < 2 * used
         return False
-
-    def _window_binding(self) -> bool:
-        """Whether this window, not the grant or the application, limited the sender in
-        the current or the previous round: a send left the flight within
-        :data:`CWND_LIMITED_SLACK_PACKETS` packets of it, or the pump was held back by it
-        (:meth:`on_window_limited`) with at least half of it in flight now (RFC 7661 §4.2)."""
-        if self._round_cwnd_limited or self._prev_round_cwnd_limited:
-            return True
-        held_back = self._round_held_back or self._prev_round_held_back
-        return held_back and 2 * self.bytes_in_flight >= self.congestion_window
-
-    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
-        """Cubic's RTT, and aioquic's delay-based exit from slow start (its HyStart-like RTT
-        monitor: 5 samples 25 % over the filtered minimum) only while this window is what
-        limits the sender (:meth:`_window_binding`). A queue built while the grant held the
-        flight below the ceiling is the receiver's controller's to answer (Nuwa keeps a
-        queue near its Td by design): ending the ceiling's first slow start on it left the
-        ceiling at the window of the first round trips (85 kB on a 25 Mbit/s link in one
-        CI run: 0.86 of the link over 30 s, 6 s of Cubic's regrowth) while the grants
-        asked for 4×. A slow start that outlives the grant's queue this way is limited
-        above :data:`LIMITED_SLOW_START_PACKETS` (RFC 3742, :meth:`on_packet_acked`), so
-        a receiver that obeys and then lies gets no larger a flight than Cubic alone (the
-        bound of issue 13). RFC 9438 §4.10: a Cubic sender MAY use HyStart++; the delay
-        exit is a refinement of the ceiling, not its bound."""
-        self.rtt = rtt
-        if (self.ssthresh is None
-                and self._rtt_monitor.is_rtt_increasing(rtt=rtt, now=now)
-                and self._window_binding()):
-            self.ssthresh = self.congestion_window
 
     def pipeack_bytes(self, now: float) -> int:
         """RFC 7661 §4.2 pipeACK: the most bytes acknowledged in one round over the last
@@ -270,15 +238,7 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
             limited_by_use = not (self._round_cwnd_limited or self._prev_round_cwnd_limited
                                   or (held and 2 * self.bytes_in_flight >= self.congestion_window))
             before = self.congestion_window
-            first_slow_start = self.ssthresh is None
             super().on_packet_acked(now=now, packet=packet)
-            lss_bytes = LIMITED_SLOW_START_PACKETS * self._mss_bytes
-            if first_slow_start and self.ssthresh is None and before > lss_bytes:
-                # RFC 3742 §3: K = int(cwnd / (0.5 max_ssthresh)), cwnd += int(MSS / K) per
-                # MSS acknowledged, i.e. at most max_ssthresh / 2 per round trip
-                k = int(before / (0.5 * lss_bytes))
-                self.congestion_window = min(self.congestion_window,
-                                             before + int(packet.sent_bytes / max(k, 1)))
             if limited_by_use:
                 # slow start while not cwnd-limited: at most 2 × the flight in use
                 # (draft-ietf-ccwg-ratelimited-increase §3, Linux tcp_is_cwnd_limited)
