@@ -320,13 +320,15 @@ def test_liar_vs_cubic_under_trace(tmp_path: Path) -> None:
 
 def _obey_then_misbehave(tmp_path: Path, obey_s: float, behave_s: float,
                          behaviours: list[str], name: str) -> list[dict[str, Any]]:
-    """Cubic alone (passive client, ``--cc cubic``), then a nuwa server under receivers
-    that obey a fixed window for ``obey_s`` and then misbehave for ``behave_s``, all
-    through the same trace in this invocation; writes out/reliability/<name>.json."""
+    """Cubic alone twice (passive client, ``--cc cubic``; :data:`CUBIC_ALONE_RUNS`), then a
+    nuwa server under receivers that obey a fixed window for ``obey_s`` and then misbehave
+    for ``behave_s``, all through the same trace in this invocation; writes
+    out/reliability/<name>.json."""
     duration_s = obey_s + behave_s
-    runs = [("cubic", "passive", 0.0)] + [("nuwa", b, obey_s) for b in behaviours]
-    results = [run(measure_receiver(tmp_path / f"{cc}-{b}", cc, b, duration_s, obey_s=o))
-               for cc, b, o in runs]
+    runs = ([("cubic", "passive", 0.0)] * CUBIC_ALONE_RUNS
+            + [("nuwa", b, obey_s) for b in behaviours])
+    results = [run(measure_receiver(tmp_path / f"{i}-{cc}-{b}", cc, b, duration_s, obey_s=o))
+               for i, (cc, b, o) in enumerate(runs)]
     dest = REPO_ROOT / "out" / "reliability"
     dest.mkdir(parents=True, exist_ok=True)
     (dest / f"{name}.json").write_text(json.dumps(
@@ -374,17 +376,30 @@ def test_receiver_that_obeys_then_lies_under_a_bbr_ceiling(tmp_path: Path) -> No
     assert cubic["emulator_valid"] and bbr["emulator_valid"] and liar["emulator_valid"]
 
 
+CUBIC_ALONE_RUNS = 2
+"""Runs of Cubic alone that stand for "what Cubic alone sends" in the bounds below. One run
+is one draw: on this trace Cubic alone's peak flight, set by where its delay-based exit
+ends the first slow start, ranged 395–630 kB over 14 runs (sessions 9–11), so a single
+low draw failed runs whose misbehaving receiver got less than Cubic's usual peak (a flood
+at 446 kB against a 398 kB draw). The larger of two draws is still a flight Cubic alone
+sent on this trace in this invocation; the old ceiling's 3.64 MB fails it by far."""
+
+
 def _check_bounded_by_cubic(results: list[dict[str, Any]]) -> None:
     """Issue 13: whatever the receiver does, the server's peak bytes in flight is at most
-    Cubic alone's (same trace, same invocation) + one initial window, and it causes no
-    more loss than Cubic alone (+ 0.2 points of run noise)."""
-    cubic, *others = results
+    Cubic alone's (same trace, same invocation; the larger of :data:`CUBIC_ALONE_RUNS`
+    runs) + one initial window, and it causes no more loss than Cubic alone (+ 0.2 points
+    of run noise)."""
+    cubics, others = results[:CUBIC_ALONE_RUNS], results[CUBIC_ALONE_RUNS:]
+    assert all(c["cc"] == "cubic" for c in cubics) and others
+    cubic_peak = max(c["peak_in_flight_bytes"] for c in cubics)
+    cubic_loss = max(c["loss_rate"] for c in cubics)
     for r in results:
         assert r["frames_over_ceiling"] == 0 and r["grant_violations"] == 0, r
     for r in others:
-        assert r["peak_in_flight_bytes"] <= (cubic["peak_in_flight_bytes"]
-                                             + AIOQUIC_INITIAL_WINDOW_BYTES), (r, cubic)
-        assert r["loss_rate"] <= cubic["loss_rate"] + 0.002, (r, cubic)
+        assert r["peak_in_flight_bytes"] <= cubic_peak + AIOQUIC_INITIAL_WINDOW_BYTES, (
+            r, cubics)
+        assert r["loss_rate"] <= cubic_loss + 0.002, (r, cubics)
 
 
 def test_receiver_that_obeys_then_lies_is_bounded_by_cubic_alone(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
 """The loss-based ceiling under Nuwa's grants: aioquic's Cubic, validated by use,
-restarting where the RFCs aim after an outage.
+restarting where the RFCs aim after an outage, leaving slow start on its own queue.
 
 In ``nuwa`` and ``oracle`` modes the server sends at most min(grant, cwnd): the
 receiver's delay-based grant is the control, and Cubic's window is only a
-safety ceiling against loss. Two things make aioquic's Cubic a poor ceiling:
+safety ceiling against loss. Three things make aioquic's Cubic a poor ceiling:
 
 1. **It grows on every ACK whether or not the window is used.** Under a grant
    the sender is almost never cwnd-limited, so the window grew without bound
@@ -28,6 +28,16 @@ safety ceiling against loss. Two things make aioquic's Cubic a poor ceiling:
    §4.1, RFC 7661 §4.4.3; see :meth:`NuwaCeilingCongestionControl.on_packets_lost`
    and :meth:`~NuwaCeilingCongestionControl.on_packet_sent`), then continues in
    Cubic's avoidance toward the window before the outage.
+
+3. **Its delay-based slow-start exit reads the receiver's queue as its own.** aioquic ends
+   slow start when 5 RTT samples are 25 % over the path's minimum; Nuwa keeps a queue near
+   Td (about half a base RTT), so under a grant the ceiling left slow start whenever that
+   queue showed, at whatever window it had (76–87 kB in clean-clone CI runs, where the
+   grants then asked for 140–350 kB: Nuwa at 0.85 of the link). Here the exit judges only
+   the queue this window builds (:meth:`NuwaCeilingCongestionControl.on_rtt_measurement`),
+   a packet that met that queue grows nothing, and an exit the receiver's own draining
+   shows to be spurious is undone (RFC 9406 §4.2), while a receiver that grants more than
+   its queue allows still gets no more than Cubic alone (issue 13's bound).
 
 The Cubic baselines (``--cc cubic``) keep aioquic's Cubic unchanged. Sans-I/O:
 every time comes from the packets and ``now`` arguments aioquic passes (s).
@@ -63,6 +73,28 @@ PIPEACK_MIN_PERIOD_S = 1.0
 """pipeACK sampling period is max(3 RTT, this), s (RFC 7661 §4.2, as its Linux
 reference implementation sets it)."""
 
+DELAY_EXIT_SAMPLES = 5
+"""Consecutive RTT samples over the threshold that end the first slow start (aioquic's
+HyStart-like monitor uses 5 samples at least 1 ms apart)."""
+
+DELAY_EXIT_INCREASE = 0.25
+"""Relative RTT increase that counts toward the delay exit (aioquic's monitor: 25 %)."""
+
+DELAY_EXIT_MIN_INCREASE_S = 0.004
+"""The increase is at least this much, s (RFC 9406 §4.3 MIN_RTT_THRESH; on loopback 25 %
+of a sub-millisecond RTT is scheduling noise)."""
+
+DELAY_EXIT_GRANULARITY_S = 0.001
+"""Samples closer together than this count once (aioquic's K_GRANULARITY)."""
+
+PROBATION_ROUNDS = 5
+"""Rounds after the delay exit during which an RTT sample below the exit's baseline
+resumes slow start (RFC 9406 §4.2: CSS_ROUNDS = 5)."""
+
+MAX_SPURIOUS_EXITS = 2
+"""How many delay exits may be undone this way per connection (each costs a receiver
+that wants to exploit it a drained queue, and gains it at most one exit's overshoot)."""
+
 IDLE_SSTHRESH_FRACTION = 0.75
 """After an idle reset ssthresh keeps at least ¾ of the window before (RFC 7661 §4.4.3)."""
 
@@ -75,6 +107,9 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         acks_not_grown: ACKs that did not grow the window because it was not used.
         restarts: outage restarts so far (persistent congestion, outage-age
             losses, idle resets).
+        delay_exits: delay-based exits from slow start (:meth:`on_rtt_measurement`).
+        spurious_exits: delay exits undone in their probation rounds.
+        first_delay_exit_bytes: the window at the first delay exit (None: none yet).
     """
 
     def __init__(self, max_datagram_size: int) -> None:
@@ -96,6 +131,22 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         self._round_acked_bytes = 0
         self._pipeack_samples: deque[tuple[float, int]] = deque()
         self._last_ack_now_s: float | None = None
+        # The first slow start's delay exit (on_rtt_measurement): a binding stretch starts
+        # with the first send this window limits; its RTT reference is what the flow had
+        # just before (the receiver's operating point).
+        self._binding_since_s: float | None = None
+        self._binding_ref_rtt_s = 0.0
+        self._recent_rtt_s: deque[float] = deque(maxlen=DELAY_EXIT_SAMPLES)
+        self._min_rtt_s: float | None = None
+        self._delay_exit_count = 0
+        self._delay_exit_sample_s = 0.0
+        self._probation_rounds = 0
+        """Rounds left in which a sample below :attr:`_probation_baseline_s` (the exit's
+        threshold) resumes slow start (0: no probation running)."""
+        self._probation_baseline_s = 0.0
+        self.spurious_exits = 0
+        self.delay_exits = 0
+        self.first_delay_exit_bytes: int | None = None
         self._loss_flight_bytes = 0
         self._pipeack_at_loss_bytes = 0
         self.acks_not_grown = 0
@@ -129,15 +180,120 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         sender held back by anything else); in slow start also while the window is
         below twice the largest flight of those rounds.
         """
-        if self._round_cwnd_limited or self._prev_round_cwnd_limited:
+        if self._window_binding():
             return True
-        held_back = self._round_held_back or self._prev_round_held_back
-        if held_back and 2 * self.bytes_in_flight >= self.congestion_window:
-            return True  # RFC 7661 §4.2: at least half the window in flight (now)
         if self.ssthresh is None or self.congestion_window < self.ssthresh:
             used = max(self._round_max_flight_bytes, self._prev_round_max_flight_bytes)
             return self.congestion_window < 2 * used
         return False
+
+    def _window_binding(self) -> bool:
+        """Whether this window, not the grant or the application, limited the sender in
+        the current or the previous round: a send left the flight within
+        :data:`CWND_LIMITED_SLACK_PACKETS` packets of it, or the pump was held back by it
+        (:meth:`on_window_limited`) with at least half of it in flight now (RFC 7661 §4.2)."""
+        if self._round_cwnd_limited or self._prev_round_cwnd_limited:
+            return True
+        held_back = self._round_held_back or self._prev_round_held_back
+        return held_back and 2 * self.bytes_in_flight >= self.congestion_window
+
+    def on_rtt_measurement(self, *, now: float, rtt: float) -> None:
+        """Cubic's RTT, and the first slow start's delay exit, judged on the queue this
+        window builds, not on the queue the receiver keeps.
+
+        aioquic's Cubic ends slow start when 5 samples are 25 % over the path's minimum
+        RTT (its HyStart-like monitor). Under a grant that reads the queue Nuwa keeps near
+        Td (about half a base RTT) as congestion, whether or not this window limits the
+        sender: in clean-clone CI runs the ceiling left slow start at 76–84 kB in the first
+        0.2 s while the grant held the flight at 30–40 kB, then crept up as Cubic for
+        seconds while the grants asked for 140–350 kB (Nuwa at 0.85 of the link). Here the
+        same test (:data:`DELAY_EXIT_SAMPLES` samples :data:`DELAY_EXIT_INCREASE` over a
+        reference, at least :data:`DELAY_EXIT_MIN_INCREASE_S`, 1 ms apart) counts only samples of packets sent while this window
+        limits the sender (the sample's packet left at ``now - rtt``: aioquic's latest RTT
+        has no ACK delay taken off), against the larger of the path's minimum and the
+        RTT the flow had when the window began to limit it (the least of the last
+        :data:`DELAY_EXIT_SAMPLES` samples then). A receiver that grants more than its
+        queue allows (a liar) makes this window's own queue grow over that reference
+        and ends slow start as Cubic alone's monitor would; an honest receiver lowers
+        its grant once the queue passes its Td, and the window stops limiting. RFC 9406
+        §4.2 (HyStart++) likewise compares against a recent RTT, not the all-time
+        minimum; RFC 9438 §4.10 lets a Cubic sender choose its slow-start exit."""
+        self.rtt = rtt
+        min_rtt_s = rtt if self._min_rtt_s is None else min(self._min_rtt_s, rtt)
+        self._min_rtt_s = min_rtt_s
+        own = self._binding_since_s is not None and now - rtt >= self._binding_since_s
+        if (self.ssthresh is None and own and self._binding_this_round()
+                and now >= self._delay_exit_sample_s + DELAY_EXIT_GRANULARITY_S):
+            self._delay_exit_sample_s = now
+            reference_s = max(min_rtt_s, self._binding_ref_rtt_s)
+            # aioquic's 25 %, at least RFC 9406 §4.3's MIN_RTT_THRESH (4 ms) above
+            threshold_s = reference_s + max(DELAY_EXIT_INCREASE * reference_s,
+                                            DELAY_EXIT_MIN_INCREASE_S)
+            if rtt >= threshold_s:
+                self._delay_exit_count += 1
+                if self._delay_exit_count >= DELAY_EXIT_SAMPLES:
+                    self.ssthresh = self.congestion_window  # as aioquic's exit
+                    self.delay_exits += 1
+                    if self.first_delay_exit_bytes is None:
+                        self.first_delay_exit_bytes = self.congestion_window
+                    if self.spurious_exits < MAX_SPURIOUS_EXITS:
+                        # RFC 9406 §4.2 compares later rounds with the RTT at the exit; here
+                        # the RTT must fall back under the exit's own threshold: the queue
+                        # that ended slow start has drained
+                        self._probation_rounds = PROBATION_ROUNDS
+                        self._probation_baseline_s = threshold_s
+                    self._delay_exit_count = 0
+            else:
+                self._delay_exit_count = 0
+        elif (self._probation_rounds > 0 and rtt < self._probation_baseline_s
+              and not self._binding_this_round()):
+            self._resume_slow_start()
+        if not own:
+            self._recent_rtt_s.append(rtt)
+
+    def _resume_slow_start(self) -> None:
+        """RFC 9406 §4.2: an RTT below the exit's baseline during conservative slow start
+        means the exit was spurious: slow start resumes. Here only when the receiver's grant,
+        not this window, limits the sender meanwhile (a queue the receiver drained itself,
+        as Nuwa's start-up does after a transient: the clean-clone CI runs), so that a
+        receiver that keeps granting more than the window (a liar, a flood) gets no resume
+        from a lucky sample. Unlike RFC 9406's CSS the window does not grow in
+        the probation rounds (:meth:`on_packet_acked`), so a receiver that keeps its queue
+        high (a liar) is held at the window of the exit."""
+        self.ssthresh = None
+        self._first_slow_start = True  # aioquic starts Cubic's epoch at the next exit
+        self._probation_rounds = 0
+        self.spurious_exits += 1
+
+    def _binding_this_round(self) -> bool:
+        """Whether this window limits the sender in the round now running (or, between
+        rounds, in the one just closed): the delay exit needs the window to be what is
+        building the queue now, not a round ago."""
+        if self._round_start_s is None:  # no send since the last round closed
+            return self._prev_round_cwnd_limited or self._prev_round_held_back
+        return self._round_cwnd_limited or (
+            self._round_held_back and 2 * self.bytes_in_flight >= self.congestion_window)
+
+    def _update_binding(self, sent_s: float | None) -> None:
+        """Start or end a binding stretch at a send (see :meth:`on_rtt_measurement`).
+        Before the first RTT sample the initial window is the sender's own (RFC 9002
+        §7.2), so the first slow start's stretch starts with the first packet."""
+        if not (self._window_binding() or self._min_rtt_s is None):
+            self._binding_since_s = None
+            self._delay_exit_count = 0
+        elif self._binding_since_s is None and sent_s is not None:
+            self._binding_since_s = sent_s
+            # the least of the last samples: the RTT the flow had before this window
+            # limited it (0 before any sample: the path's minimum is the reference then)
+            self._binding_ref_rtt_s = min(self._recent_rtt_s, default=0.0)
+
+    def stats(self) -> dict[str, int | None]:
+        """Counters for the session summary: outage restarts, ACKs that did not grow the
+        unused window, delay exits from slow start and how many were undone (spurious),
+        and the window at the first delay exit (bytes; None: none)."""
+        return {"restarts": self.restarts, "acks_not_grown": self.acks_not_grown,
+                "delay_exits": self.delay_exits, "spurious_exits": self.spurious_exits,
+                "first_delay_exit_bytes": self.first_delay_exit_bytes}
 
     def pipeack_bytes(self, now: float) -> int:
         """RFC 7661 §4.2 pipeACK: the most bytes acknowledged in one round over the last
@@ -149,6 +305,8 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         return max((b for _, b in samples), default=0)
 
     def _close_round(self, now: float) -> None:
+        if self._probation_rounds > 0:
+            self._probation_rounds -= 1
         self._pipeack_samples.append((now, self._round_acked_bytes))
         self._round_acked_bytes = 0
         self._prev_round_max_flight_bytes = self._round_max_flight_bytes
@@ -175,6 +333,7 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         self._starting_congestion_avoidance = True
         self._restart_target_bytes = self.ssthresh
         self._restart_w_max_bytes = self._W_max
+        self._probation_rounds = 0
         self.restarts += 1
 
     def on_persistent_congestion(self) -> None:
@@ -225,6 +384,7 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
             self._round_max_flight_bytes = flight
         if flight + CWND_LIMITED_SLACK_PACKETS * self._mss_bytes >= self.congestion_window:
             self._round_cwnd_limited = True
+        self._update_binding(sent_s)
 
     def on_packet_acked(self, *, now: float, packet: QuicSentPacket) -> None:
         """Grow as Cubic only while :meth:`cwnd_limited`; otherwise only account the ACK
@@ -233,19 +393,35 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         start = self._round_start_s
         if start is not None and packet.sent_time is not None and packet.sent_time >= start:
             self._close_round(now)
-        if self.cwnd_limited():
-            held = self._round_held_back or self._prev_round_held_back
-            limited_by_use = not (self._round_cwnd_limited or self._prev_round_cwnd_limited
-                                  or (held and 2 * self.bytes_in_flight >= self.congestion_window))
+        if self.cwnd_limited() and self._probation_rounds == 0:
+            limited_by_use = not self._window_binding()
             before = self.congestion_window
+            first_slow_start = self.ssthresh is None
+            slow_start = self.ssthresh is None or before < self.ssthresh
+            since = self._binding_since_s
+            sent_before_binding = (since is None or packet.sent_time is None
+                                   or packet.sent_time < since)
             super().on_packet_acked(now=now, packet=packet)
+            queued = first_slow_start and self._delay_exit_count > 0
+            if slow_start and not limited_by_use and (sent_before_binding or queued):
+                # a packet sent before this window limited the sender grows it by nothing
+                # in slow start: it was already counted by the 2 × flight rule below
+                # (RFC 7661 §4.2: only a used window is validated); else a receiver whose
+                # grant jumps (a liar) would double the window on the ACKs of its old,
+                # smaller flight before the queue it now builds shows in any RTT sample.
+                # Nor does any ACK while the last RTT sample was over the delay exit's
+                # threshold (on_rtt_measurement): the queue this window built shows, and
+                # the four more samples the exit waits for would otherwise add a round of
+                # doubling (+158 kB in one obey-then-lie run)
+                self.congestion_window = before
             if limited_by_use:
                 # slow start while not cwnd-limited: at most 2 × the flight in use
                 # (draft-ietf-ccwg-ratelimited-increase §3, Linux tcp_is_cwnd_limited)
                 used = max(self._round_max_flight_bytes, self._prev_round_max_flight_bytes)
                 self.congestion_window = min(self.congestion_window, max(before, 2 * used))
         else:
-            # RFC 9002 §7.8: the window is underutilized, so it SHOULD NOT grow
+            # RFC 9002 §7.8: the window is underutilized, so it SHOULD NOT grow (nor in the
+            # probation rounds after a delay exit: on_rtt_measurement)
             self.bytes_in_flight -= packet.sent_bytes
             self.last_ack = packet.sent_time if packet.sent_time is not None else self.last_ack
             self.acks_not_grown += 1
@@ -268,6 +444,7 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         Any other loss ends a running restart (Cubic as usual).
         """
         packets = list(packets)
+        self._probation_rounds = 0  # a loss is not a transient queue
         sent_last: float = max((p.sent_time for p in packets if p.sent_time is not None),
                                default=now)
         outage = now - sent_last >= max(OUTAGE_LOSS_AGE_S, 8 * self.rtt)

@@ -150,6 +150,7 @@ class NuwaProtocol(QuicConnectionProtocol):
                 self._h3 = H3Connection(self._quic, enable_webtransport=True)
         elif isinstance(event, ConnectionTerminated):
             for session in list(self._sessions.values()):
+                self._note_ceiling(session)
                 session.close(f"connection_terminated:{event.error_code}:{event.reason_phrase}")
             self._sessions.clear()
             self._cancel_wake()
@@ -290,7 +291,14 @@ class NuwaProtocol(QuicConnectionProtocol):
         except Exception:  # noqa: BLE001 - a dead stream is not worth a crash
             logger.debug("could not refuse stream %d", stream_id, exc_info=True)
 
+    def _note_ceiling(self, session: NuwaSession) -> None:
+        """Copy the Cubic ceiling's counters into the session's summary (other cc: none)."""
+        cc = self._quic._loss._cc
+        if isinstance(cc, NuwaCeilingCongestionControl):
+            session.ceiling_stats = cc.stats()
+
     def _close_session(self, session: NuwaSession, reason: str) -> None:
+        self._note_ceiling(session)
         for stream_id in session.close(reason):
             try:
                 self._quic.reset_stream(stream_id, WT_SESSION_GONE)

@@ -94,6 +94,8 @@ class NuwaSession:
         self.rtt_last_us: int | None = None
         self.rtt_samples = 0
         self.switches = 0
+        self.ceiling_stats: dict[str, int | None] | None = None
+        """The Cubic ceiling's counters at the close (``ceiling.stats()``; None: no ceiling)."""
         """Live controller switches of this session's connection while it was open
         (:mod:`.switcher`)."""
         self.closed = False
@@ -331,6 +333,7 @@ class NuwaSession:
             "rtt_us": {"min": self.rtt_min_us, "last": self.rtt_last_us,
                        "samples": self.rtt_samples},
             "close_reason": self.close_reason,
+            "ceiling": self.ceiling_stats,
         }
 
     def close(self, reason: str) -> list[int]:

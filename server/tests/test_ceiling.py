@@ -131,6 +131,98 @@ def test_window_does_not_grow_while_app_limited() -> None:
     assert cc.congestion_window == before
 
 
+def _rtt_rounds(cc: CubicCongestionControl, rtts_s: list[float], t: float,
+                limit_bytes: int | None) -> float:
+    """One round per RTT in ``rtts_s``: fill (to ``limit_bytes`` if given), ACK everything
+    that RTT later with three RTT samples 2 ms apart (aioquic's latest RTT: now minus the
+    send time of the largest packet ACKed)."""
+    s = Script(cc)
+    for rtt in rtts_s:
+        pkts = s.fill(t, limit_bytes)
+        t += rtt
+        for p in pkts:
+            cc.on_packet_acked(now=t, packet=p)
+        for k in range(3):
+            cc.on_rtt_measurement(now=t + 0.002 * k, rtt=rtt + 0.002 * k)
+        t += 0.006
+    return t
+
+
+def test_a_queue_the_receiver_keeps_does_not_end_slow_start() -> None:
+    """An RTT rising from 50 to 90 ms while the grant holds the flight at 30 packets (Nuwa's
+    own queue near Td) leaves the ceiling in slow start at ≤ 2 × 30 packets; aioquic's Cubic
+    under the same rounds leaves slow start (the clean-clone CI failure: the ceiling stopped
+    at 80 kB in the first 0.2 s and held Nuwa to 0.85 of the link). When the ceiling itself
+    limits the sender, the same rising RTT ends slow start, as for Cubic alone."""
+    rising = [RTT_S * (1.0 + 0.8 * min(1.0, i / 4)) for i in range(12)]
+    flight = 30 * MSS
+    ceiling = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    cubic = CubicCongestionControl(max_datagram_size=MSS)
+    for cc in (ceiling, cubic):
+        _rtt_rounds(cc, rising, 0.5, flight)
+    assert cubic.ssthresh is not None  # aioquic's delay exit on the receiver's queue
+    assert ceiling.ssthresh is None and ceiling.congestion_window <= 2 * flight
+    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    _rtt_rounds(cc, rising, 0.5, None)  # the ceiling is the limit: cwnd-limited rounds
+    assert cc.ssthresh is not None
+
+
+def test_the_delay_exit_judges_the_queue_the_window_builds_over_the_receivers() -> None:
+    """A receiver holds 30 packets (the ceiling has slow-started to 2 × 30 over three rounds
+    at the 50 ms minimum), keeps a standing queue (RTT 75 ms: Td half the base RTT), then
+    grants more than the ceiling. While the RTT stays
+    at the receiver's 75 ms the ceiling keeps slow-starting; when its own flight adds a
+    quarter to that RTT (100 ms), slow start ends after five such samples (two rounds here)."""
+    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    t = _rtt_rounds(cc, [RTT_S] * 3 + [1.5 * RTT_S] * 10, 0.5, 30 * MSS)
+    assert cc.ssthresh is None and cc.congestion_window == 60 * MSS
+    t = _rtt_rounds(cc, [1.5 * RTT_S] * 2, t, None)  # now the ceiling binds
+    assert cc.ssthresh is None and cc.congestion_window > 2 * 30 * MSS
+    _rtt_rounds(cc, [2.0 * RTT_S] * 2, t, None)  # 6 samples at 100–104 ms
+    assert cc.ssthresh is not None
+
+
+def test_acks_of_packets_sent_before_the_window_bound_do_not_grow_it() -> None:
+    """A receiver holds 30 packets (the ceiling slow-starts to 2 × 30, unused), then grants
+    2^62: the ACKs of the 30 packets sent before the jump leave the window where it was;
+    the ACKs of the packets the window limited grow it (slow start). aioquic's rule as the
+    old ceiling applied it doubled the window on the old ACKs before any RTT sample of the
+    new queue could end slow start."""
+    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    s = Script(cc)
+    t = s.rounds(10, 0.5, limit_bytes=30 * MSS)
+    assert cc.congestion_window == 60 * MSS
+    old = s.fill(t, 30 * MSS)
+    new = s.fill(t + 0.001)  # the grant jumps: the window binds
+    assert len(old) == 30 and len(new) == 30
+    s.ack(old, t + RTT_S)
+    assert cc.congestion_window == 60 * MSS
+    s.ack(new, t + RTT_S + 0.001)
+    assert cc.congestion_window == 90 * MSS
+
+
+def test_a_transient_queue_exit_is_undone_when_the_queue_drains() -> None:
+    """RFC 9406 §4.2 (a spurious exit): the ceiling limits the start-up, the RTT rises by half
+    (a transient queue: the clean-clone CI runs' trace start), slow start ends; the receiver
+    then drains the queue (RTT back at 50 ms) within the probation rounds: slow start
+    resumes. A receiver that keeps the queue (a liar) stays at the exit's window: no growth
+    in the probation rounds, then Cubic's avoidance."""
+    for drains in (True, False):
+        cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+        t = _rtt_rounds(cc, [RTT_S, RTT_S, 1.5 * RTT_S, 1.5 * RTT_S], 0.5, None)
+        assert cc.ssthresh is not None and cc.delay_exits == 1
+        at_exit = cc.congestion_window
+        t = _rtt_rounds(cc, [RTT_S if drains else 1.6 * RTT_S], t, 10 * MSS)
+        if drains:
+            assert cc.ssthresh is None and cc.spurious_exits == 1
+            _rtt_rounds(cc, [RTT_S] * 2, t, None)
+            assert cc.congestion_window >= 2 * at_exit  # slow start again
+        else:
+            assert cc.ssthresh == at_exit and cc.congestion_window == at_exit
+            t = _rtt_rounds(cc, [1.6 * RTT_S] * 5, t, None)  # probation ends unchanged
+            assert cc.spurious_exits == 0 and cc.congestion_window <= at_exit + IW
+
+
 def test_window_grows_when_cwnd_limited() -> None:
     """Filling the window each round: slow start doubles per round; in avoidance the
     window grows as Cubic's (equal to aioquic's Cubic fed the same rounds)."""
