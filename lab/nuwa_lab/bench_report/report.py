@@ -8,6 +8,7 @@ from typing import Any
 
 from .bulk import bulk_section, ratchet_section, signal_section, td_section
 from .frontier import load_frontier
+from .issue14 import issue14_section
 from .markdown import table
 from .metrics import Cells
 from .runs import load_bench
@@ -124,6 +125,7 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
     targets = compute_targets(cells, index, ratchet, frontier)
     md += ["## Targets (issue 5), computed from this run", ""]
     md += table(["target", "measured", "verdict"], [t.row() for t in targets])
+    md += issue14_section(cells)
     invalid = [r for r in runs if not r.valid]
     md += ["## Invalid or failed runs (left out of every table and target)", ""]
     if invalid:
