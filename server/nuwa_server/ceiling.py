@@ -201,23 +201,23 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         """Cubic's RTT, and the first slow start's delay exit, judged on the queue this
         window builds, not on the queue the receiver keeps.
 
-        aioquic's Cubic ends slow start when 5 samples are 25 % over the path's minimum
-        RTT (its HyStart-like monitor). Under a grant that reads the queue Nuwa keeps near
-        Td (about half a base RTT) as congestion, whether or not this window limits the
-        sender: in clean-clone CI runs the ceiling left slow start at 76–84 kB in the first
-        0.2 s while the grant held the flight at 30–40 kB, then crept up as Cubic for
-        seconds while the grants asked for 140–350 kB (Nuwa at 0.85 of the link). Here the
-        same test (:data:`DELAY_EXIT_SAMPLES` samples :data:`DELAY_EXIT_INCREASE` over a
-        reference, at least :data:`DELAY_EXIT_MIN_INCREASE_S`, 1 ms apart) counts only samples of packets sent while this window
-        limits the sender (the sample's packet left at ``now - rtt``: aioquic's latest RTT
-        has no ACK delay taken off), against the larger of the path's minimum and the
-        RTT the flow had when the window began to limit it (the least of the last
-        :data:`DELAY_EXIT_SAMPLES` samples then). A receiver that grants more than its
-        queue allows (a liar) makes this window's own queue grow over that reference
-        and ends slow start as Cubic alone's monitor would; an honest receiver lowers
-        its grant once the queue passes its Td, and the window stops limiting. RFC 9406
-        §4.2 (HyStart++) likewise compares against a recent RTT, not the all-time
-        minimum; RFC 9438 §4.10 lets a Cubic sender choose its slow-start exit."""
+        aioquic's Cubic ends slow start when 5 samples are 25 % over the path's minimum RTT
+        (its HyStart-like monitor). Under a grant that reads the queue Nuwa keeps near Td
+        (about half a base RTT) as congestion, whether or not this window limits the sender:
+        in clean-clone CI runs the ceiling left slow start at 76–84 kB in the first 0.2 s
+        while the grant held the flight at 30–40 kB, then crept up as Cubic for seconds
+        while the grants asked for 140–350 kB (Nuwa at 0.85 of the link). Here the same test
+        (:data:`DELAY_EXIT_SAMPLES` samples :data:`DELAY_EXIT_INCREASE` over a reference, at
+        least :data:`DELAY_EXIT_MIN_INCREASE_S`, 1 ms apart) counts only samples of packets
+        sent while this window limits the sender (the sample's packet left at ``now - rtt``:
+        aioquic's latest RTT has no ACK delay taken off), against the larger of the path's
+        minimum and the RTT the flow had when the window began to limit it (the least of the
+        last :data:`DELAY_EXIT_SAMPLES` samples then). A receiver that grants more than its
+        queue allows (a liar) makes this window's own queue grow over that reference and
+        ends slow start as Cubic alone's monitor would; an honest receiver lowers its grant
+        once the queue passes its Td, and the window stops limiting. RFC 9406 §4.2
+        (HyStart++) likewise compares against a recent RTT, not the all-time minimum; RFC
+        9438 §4.10 lets a Cubic sender choose its slow-start exit."""
         self.rtt = rtt
         min_rtt_s = rtt if self._min_rtt_s is None else min(self._min_rtt_s, rtt)
         self._min_rtt_s = min_rtt_s
