@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .onnx_model import MetadataCheck, load_onnx
 from .switch_policy import RECEIVER, SENDER, ControlMode, RuleConfig, RuleSwitchPolicy
 
 log = logging.getLogger("nuwa_server.switch_dqn")
@@ -141,29 +142,13 @@ def load_model(path: Path | None = None) -> SwitchModel | str:
 
 
 def _load(path: Path) -> SwitchModel | str:
-    if not path.is_file():
-        return f"no model file at {path}"
-    try:
-        import onnxruntime as ort  # type: ignore[import-untyped]
-    except ImportError:
-        return "onnxruntime is not installed"
-    try:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        session = ort.InferenceSession(str(path), sess_options=opts,
-                                       providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime raises its own types for a malformed file
-        return f"onnxruntime cannot load {path}: {type(exc).__name__}: {str(exc)[:200]}"
-    meta = dict(session.get_modelmeta().custom_metadata_map)
-    if meta.get("features_version") != FEATURES_VERSION:
-        return (f"model features version {meta.get('features_version')!r}, "
-                f"the server's is {FEATURES_VERSION!r}")
-    if meta.get("state_size") != str(STATE_SIZE):
-        return f"model metadata state size {meta.get('state_size')!r}, the server's is {STATE_SIZE}"
-    inputs = session.get_inputs()
-    if len(inputs) != 1 or inputs[0].name != INPUT_NAME or list(inputs[0].shape)[-1] != STATE_SIZE:
-        return f"model inputs {[(i.name, i.shape) for i in inputs]}, expected {INPUT_NAME}"
+    loaded = load_onnx(path, checks=(
+        MetadataCheck("features_version", FEATURES_VERSION, "features version"),
+        MetadataCheck("state_size", str(STATE_SIZE), "state size")),
+        input_name=INPUT_NAME, input_size=STATE_SIZE)
+    if isinstance(loaded, str):
+        return loaded
+    session, meta = loaded
     return SwitchModel(session=session, metadata=meta, path=path)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..onnx_model import MetadataCheck, load_onnx
 from .pbq import INTERVAL_S, STATE_SIZE, STATE_VERSION, PbqCongestionControl
 
 log = logging.getLogger("nuwa.pbq")
@@ -90,30 +91,13 @@ def load_policy(path: Path | None = None) -> PbqPolicy | str:
 
 
 def _load(path: Path) -> PbqPolicy | str:
-    if not path.is_file():
-        return f"no model file at {path}"
-    try:
-        import onnxruntime as ort  # type: ignore[import-untyped]
-    except ImportError:
-        return "onnxruntime is not installed (pip install ./server[pbq])"
-    try:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1  # docs/PBQ.md: one thread, off the packet path
-        opts.inter_op_num_threads = 1
-        session = ort.InferenceSession(str(path), sess_options=opts,
-                                       providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime raises its own types for a malformed file
-        return f"onnxruntime cannot load {path}: {type(exc).__name__}: {str(exc)[:200]}"
-    meta = dict(session.get_modelmeta().custom_metadata_map)
-    if meta.get("state_version") != STATE_VERSION:
-        return (f"model state version {meta.get('state_version')!r}, "
-                f"the server's is {STATE_VERSION!r}")
-    if meta.get("input_size") != str(STATE_SIZE):
-        return f"model metadata input size {meta.get('input_size')!r}, the server's is {STATE_SIZE}"
-    inputs = session.get_inputs()
-    if len(inputs) != 1 or inputs[0].name != INPUT_NAME or list(inputs[0].shape)[-1] != STATE_SIZE:
-        shapes = [(i.name, i.shape) for i in inputs]
-        return f"model inputs {shapes}, the server feeds {INPUT_NAME} [batch, {STATE_SIZE}]"
+    loaded = load_onnx(path, checks=(MetadataCheck("state_version", STATE_VERSION, "state version"),
+                                     MetadataCheck("input_size", str(STATE_SIZE), "input size")),
+                       input_name=INPUT_NAME, input_size=STATE_SIZE,
+                       missing_runtime_hint="pip install ./server[pbq]")
+    if isinstance(loaded, str):
+        return loaded
+    session, meta = loaded
     return PbqPolicy(session=session, metadata=meta, path=path)
 
 
