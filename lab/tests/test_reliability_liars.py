@@ -404,9 +404,10 @@ def _check_bounded_by_cubic(results: list[dict[str, Any]]) -> None:
 
 def test_receiver_that_obeys_then_lies_is_bounded_by_cubic_alone(tmp_path: Path) -> None:
     """Short form (CI, ~60 s with two Cubic-alone runs): T-Mobile LTE, a receiver obeys
-    150 kB with honest cum for 6 s, then grants 2^62 at 1 kHz / replays its old grants with 2^62 / floods, for 5 s.
-    The peak bytes in flight of each is at most Cubic alone's + one initial window (on
-    d7a7910 the ceiling had grown unused to MBs during the obedient part)."""
+    150 kB with honest cum for 6 s, then grants 2^62 at 1 kHz / replays its old grants with
+    2^62 / floods, for 5 s. The peak bytes in flight of each is at most Cubic alone's + one
+    initial window (on d7a7910 the ceiling had grown unused to MBs during the obedient
+    part)."""
     results = _obey_then_misbehave(tmp_path, 6.0, 5.0, ["liar", "replay", "flood"],
                                    "obey-then-lie-ci")
     _check_bounded_by_cubic(results)
