@@ -26,6 +26,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from aioquic import tls
 from aioquic.asyncio.protocol import QuicConnectionProtocol, QuicStreamHandler
 from aioquic.buffer import encode_uint_var
 from aioquic.h3.connection import H3_ALPN, H3Connection
@@ -39,6 +40,7 @@ from aioquic.h3.events import (
 from aioquic.quic.connection import QuicConnection, stream_is_unidirectional
 from aioquic.quic.events import (
     ConnectionTerminated,
+    HandshakeCompleted,
     ProtocolNegotiated,
     QuicEvent,
     StopSendingReceived,
@@ -148,6 +150,11 @@ class NuwaProtocol(QuicConnectionProtocol):
         if isinstance(event, ProtocolNegotiated):
             if event.alpn_protocol in H3_ALPN:
                 self._h3 = H3Connection(self._quic, enable_webtransport=True)
+        elif isinstance(event, HandshakeCompleted):
+            # 1-RTT ACKs wait up to LOCAL_ACK_DELAY_S for a data packet to ride on
+            # (piggyback_ack); Initial and Handshake packets were acknowledged at once
+            # (RFC 9000 §13.2.1)
+            self._quic._ack_delay = LOCAL_ACK_DELAY_S
         elif isinstance(event, ConnectionTerminated):
             for session in list(self._sessions.values()):
                 self._note_ceiling(session)
@@ -417,6 +424,33 @@ class NuwaProtocol(QuicConnectionProtocol):
         self._wake_at = None
 
 
+LOCAL_ACK_DELAY_S = 0.020
+"""How long the server holds an ACK of a 1-RTT packet for a data packet to carry it, s:
+under the 25 ms max_ack_delay aioquic advertises (RFC 9000 §13.2.1, §18.2), with room for
+timer lateness. aioquic's own is 1 ms (K_GRANULARITY)."""
+
+
+def piggyback_ack(quic: QuicConnection, now: float) -> bool:
+    """Let an acknowledgement the connection owes ride on the packet about to leave.
+
+    aioquic sends an ACK ``K_GRANULARITY`` (1 ms) after an ack-eliciting packet arrives and
+    writes ACK frames only once that time has come, so the data a grant releases leaves
+    at once without the grant's ACK, and an ACK-only packet follows 1 ms later. Every
+    grant cost the downlink one packet: a quarter of the packets on a 3G trace, and on a
+    near-dark link they waited seconds in the queue with the data (issue 14: T-Mobile
+    UMTS, 2,522 of 8,282 packets, p95 1.7 s, the p95 of all packets 582 ms against 173 ms
+    for data). An owed ACK due now or later is made due now when a data packet is built,
+    so it goes in that packet (RFC 9000 §12.4: ACK frames travel in 1-RTT packets with
+    other frames; §13.2.1: an ack-eliciting packet is acknowledged within max_ack_delay,
+    which an earlier ACK meets). ``now``: aioquic's clock (the event loop's), s.
+    Returns whether an owed ACK was moved."""
+    space = quic._spaces.get(tls.Epoch.ONE_RTT)
+    if space is None or space.ack_at is None or space.ack_at <= now:
+        return False
+    space.ack_at = now
+    return True
+
+
 def unsent_new_bytes(quic: QuicConnection) -> int:
     """Stream bytes queued in aioquic and never sent yet (no retransmissions)."""
     total = 0
@@ -501,6 +535,8 @@ class QuicFrameTransport:
             self._quic.send_stream_data(stream_id, data, end_stream=fin)
         finally:
             loop = self._protocol._loop
-            for datagram, addr in self._quic.datagrams_to_send(now=loop.time()):
+            now = loop.time()
+            piggyback_ack(self._quic, now)
+            for datagram, addr in self._quic.datagrams_to_send(now=now):
                 self._protocol._transport.sendto(datagram, addr)  # type: ignore[union-attr]
         return True
