@@ -29,6 +29,25 @@ it), counting from Y's start and up to now. Next to a buffer filler a frame is r
 least once per RTT (one frame is always outstanding; RTT = base + qd ≤ 2 × qd when
 qd ≥ X ≥ the base RTT, and ≤ 1 s otherwise): in the simulator, Nuwa's probe next to Cubic
 at 10 Mbit/s (qd ≈ 620 ms) saw gaps of at most 0.69 s.
+**Why it still fired alone (session 12, end to end):** over the 16 single-flow dev traces
+that ``./nuwa mix`` runs end to end, the rule moved a lone flow to sender-driven on two (NYC
+3G subway-cross, AT&T LTE driving; Cubic then filled the queue: p95 819 and 710 ms). The
+AT&T inputs, recorded (``server/tests/data/switch-inputs-att-lte-outage.txt``): a 10 s
+outage let one frame a second trickle out (each a fresh echo, queuing delay growing a second
+per second, so the gap allowance of 2 × qd let them cover Y), then the link returned and the
+rest of the frames that had waited arrived at once, 7–10 s late: 23 fresh samples, all far
+above X. All those frames had left the sender within 0.2 s, before the outage, and were read
+over 3 s. A standing queue is different: frames enter and leave it at one pace, so the
+frames read over Y left the sender over about Y too (next to Cubic, whose queue grows slowly,
+a little less). So the evidence must also come from a **standing** queue: the send span of
+the measured frames (last echo − first echo) at least ``min_send_span_share`` of their read
+span, counted pair by pair: Σ min(Δsend, Δread) ÷ Σ Δread over consecutive samples
+(:meth:`RuleSwitchPolicy.standing`; a plain first-to-last span was fooled in a second NYC 3G
+run, where the last two samples before the decision were frames sent after the link came
+back). In the two recorded outages the share was 0.015–0.018 when the old rule switched;
+Cubic's own standing queue in the same runs gave 0.57–0.66; the threshold is 0.25. Nothing
+else in the rule changed; every earlier test holds.
+
 An optional second condition, the receiver's window sitting at its floor
 (``floor_window_bytes``), cut that to 3 of 18 but missed the competitor whenever Nuwa's
 receiver kept its window above the floor next to it (it takes part of a standing queue for
@@ -44,7 +63,9 @@ Rule (times µs; :class:`RuleConfig` holds the values):
   ``min_dwell_us``, with at least ``min_samples`` queuing-delay samples in the last Y, every
   one of them ≥ ``queue_floor_ms`` (X: the queue never drained; a sample counts only
   when it echoes a frame newer than the last sample's, and the samples cover Y without a
-  gap longer than max(``max_gap_us``, ``gap_qd_factor`` × qd): module doc), and, when
+  gap longer than max(``max_gap_us``, ``gap_qd_factor`` × qd), and from a standing queue:
+  the frames they measured left the sender over at least ``min_send_span_share`` of the time
+  they took to be read: module doc), and, when
   ``floor_window_bytes`` is set and the flow is not on a probe, at least ``floor_share`` of
   the window observations in the last Y at or below it. No samples (an outage) is no
   evidence: no switch.
@@ -81,6 +102,10 @@ class RuleConfig:
             at the floor and the first detection also needs the window to sit there; None
             (the default): the queue alone decides (module doc: why).
         floor_share: share of window observations at the floor that counts as "sits".
+        min_send_span_share: the share of Y's read time that the send times of the frames
+            measured explain, pair by pair (:meth:`RuleSwitchPolicy.standing`), for a
+            standing queue; less is a link that delivered our old frames late (module doc:
+            "Why it still fired alone").
         queue_floor_ms: X, ms: the queue "never drains" when every queuing-delay sample of
             the last Y is at least this (2 × Nuwa's default Td of 25 ms: alone, Nuwa holds
             its queue near Td and drains it when its window is small).
@@ -98,6 +123,7 @@ class RuleConfig:
 
     floor_window_bytes: int | None = None
     floor_share: float = 0.9
+    min_send_span_share: float = 0.25
     max_gap_us: int = 1_000_000
     gap_qd_factor: float = 2.0
     queue_floor_ms: float = 50.0
@@ -118,6 +144,9 @@ class RuleConfig:
         if self.max_gap_us <= 0 or not self.gap_qd_factor >= 0:
             raise ValueError(f"max_gap_us must be > 0 and gap_qd_factor >= 0, got "
                              f"{self.max_gap_us}, {self.gap_qd_factor}")
+        if not 0 <= self.min_send_span_share <= 1:
+            raise ValueError(f"min_send_span_share must be in [0, 1], got "
+                             f"{self.min_send_span_share}")
         if self.hold_us <= 0 or self.min_dwell_us < 0 or self.min_samples < 1:
             raise ValueError("hold_us must be > 0, min_dwell_us >= 0, min_samples >= 1")
         if not 0 < self.probe_us <= self.probe_max_us:
@@ -138,7 +167,7 @@ class RuleSwitchPolicy:
         self.since_us = now_us
         self.switches = 0
         self._windows: deque[tuple[int, int]] = deque()
-        self._qd: deque[tuple[int, int]] = deque()
+        self._qd: deque[tuple[int, int, int | None]] = deque()
         self._probe_wait_us = self.config.probe_us
         self._probing_since_us: int | None = None
         self._last_echo_us: int | None = None
@@ -161,7 +190,7 @@ class RuleSwitchPolicy:
                     echo_us <= self._last_echo_us):
                 self.stale_samples += 1
             else:
-                self._qd.append((now_us, queuing_delay_us))
+                self._qd.append((now_us, queuing_delay_us, echo_us))
                 if echo_us is not None:
                     self._last_echo_us = echo_us
         edge = now_us - self.config.hold_us
@@ -174,10 +203,12 @@ class RuleSwitchPolicy:
         """The receiver-driven condition over the last Y (module doc)."""
         c = self.config
         self.observe(now_us)
-        qd = [q for t, q in self._qd]
+        qd = [q for _, q, _ in self._qd]
         if len(qd) < c.min_samples or min(qd) < c.queue_floor_ms * 1000:
             return False
         if not self._covers_hold(now_us):
+            return False
+        if not self.standing(now_us):
             return False
         if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True
@@ -186,12 +217,50 @@ class RuleSwitchPolicy:
         at_floor = sum(1 for _, w in self._windows if w <= c.floor_window_bytes)
         return at_floor >= c.floor_share * len(self._windows)
 
+    def standing(self, now_us: int) -> bool:
+        """Whether the fresh samples of the last Y show a standing queue (module doc): between
+        consecutive samples, the frames measured left the sender about as far apart as they
+        were read. The share of Y's read time so explained, Σ min(Δsend, Δread) ÷ Σ Δread
+        over consecutive samples (Δsend: echo to echo, Δread: sample to sample), is at least
+        ``min_send_span_share``. A competitor's queue takes our frames in and lets them out
+        at one pace (share ≈ 1; a queue that grows as Cubic's does, a little less); a link
+        that went (nearly) dark delivers frames sent within a moment over seconds, each read
+        later than the last by the time that passed (share ≈ 0), and a frame sent after the
+        link came back adds only the short wait it read. True without echoes or read time."""
+        return self._send_share() >= self.config.min_send_span_share
+
+    def _send_share(self) -> float:
+        """Σ min(Δsend, Δread) ÷ Σ Δread over consecutive fresh samples (:meth:`standing`);
+        1.0 without echoes on every sample or without read time."""
+        if any(e is None for _, _, e in self._qd):
+            return 1.0
+        read = explained = 0
+        prev: tuple[int, int, int | None] | None = None
+        for cur in self._qd:
+            if prev is not None:
+                d_read = cur[0] - prev[0]
+                d_send = max(0, (cur[2] or 0) - (prev[2] or 0))
+                read += d_read
+                explained += min(d_send, d_read)
+            prev = cur
+        return 1.0 if read <= 0 else explained / read
+
+    def evidence(self) -> dict[str, float | int]:
+        """The rule's view of the last Y (as of the last call) for a log line: fresh samples,
+        their least and largest queuing delay (ms), the share of their read time their send
+        times explain (:meth:`standing`), and the stale samples so far."""
+        qd = [q for _, q, _ in self._qd]
+        return {"samples": len(qd), "min_ms": min(qd, default=0) / 1000,
+                "max_ms": max(qd, default=0) / 1000,
+                "send_share": round(self._send_share(), 3),
+                "stale_samples": self.stale_samples}
+
     def _covers_hold(self, now_us: int) -> bool:
         """The fresh samples of the last Y leave no gap longer than max(``max_gap_us``,
         ``gap_qd_factor`` × the queuing delay before it), from Y's start to ``now_us``."""
         c = self.config
         prev_t, prev_qd = now_us - c.hold_us, 0
-        for t, q in [*self._qd, (now_us, 0)]:
+        for t, q in [*((t, q) for t, q, _ in self._qd), (now_us, 0)]:
             if t - prev_t > max(c.max_gap_us, c.gap_qd_factor * prev_qd):
                 return False
             prev_t, prev_qd = t, q
@@ -241,7 +310,7 @@ class RuleSwitchPolicy:
     @property
     def qd_samples(self) -> tuple[tuple[int, int], ...]:
         """The fresh queuing-delay samples kept (the last Y as of the last call), (t µs, µs)."""
-        return tuple(self._qd)
+        return tuple((t, q) for t, q, _ in self._qd)
 
     @property
     def window_samples(self) -> tuple[tuple[int, int], ...]:

@@ -109,6 +109,8 @@ class ConnectionSwitcher:
         target = self.policy.decide(now_us)
         if target is None:
             return None
+        why = getattr(self.policy, "evidence", None)
+        evidence = why() if why is not None else None  # before switched() clears it
         record = set_control_mode(loss, [s.grants for s in sessions], self.config, target,
                                   now_us)
         self.policy.switched(now_us, target)
@@ -118,8 +120,9 @@ class ConnectionSwitcher:
             s.log.event("switch", t_us=now_us, to_mode=target, from_cc=record.from_cc,
                         to_cc=record.to_cc, switch_mode=record.mode,
                         cwnd_bytes=record.congestion_window_bytes,
-                        bytes_in_flight=record.bytes_in_flight)
+                        bytes_in_flight=record.bytes_in_flight, evidence=evidence)
         logger.info("controller switch peer_port=%s session=%s to=%s from_cc=%s to_cc=%s "
-                    "mode=%s cwnd=%d", peer_port, sessions[0].name, target, record.from_cc,
-                    record.to_cc, record.mode, record.congestion_window_bytes)
+                    "mode=%s cwnd=%d evidence=%s", peer_port, sessions[0].name, target,
+                    record.from_cc, record.to_cc, record.mode, record.congestion_window_bytes,
+                    evidence)
         return record

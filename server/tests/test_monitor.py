@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nuwa_server.monitor import FlowMonitor, MonitorConfig, jain_index
@@ -326,3 +328,61 @@ def test_the_server_context_monitors_every_open_session(caplog: pytest.LogCaptur
     assert r.flows[0].rtt_ms == pytest.approx(60)
     assert r.unfair and r.starving == (b.serial,)
     assert any(f"starving=[{b.serial}]" in m for m in caplog.messages)
+
+
+def replay_inputs(path: Path, config: RuleConfig | None = None) -> list[tuple[int, str]]:
+    """Feed a recorded sequence of the rule's inputs (time, window, qd, echo per grant) to
+    a fresh rule, asking it every 50 ms as the switcher does; returns the switches."""
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        t, w, qd, echo = (None if x == "None" else int(x) for x in line.split())
+        assert t is not None
+        rows.append((t, w, qd, echo))
+    p = RuleSwitchPolicy(rows[0][0], config)
+    out, poll = [], rows[0][0]
+    for t, w, qd, echo in rows:
+        while poll <= t:
+            if (d := p.decide(poll)) is not None:
+                p.switched(poll, d)
+                out.append((poll, d))
+            poll += 50 * MS
+        p.observe(t, w, qd, echo)
+    return out
+
+
+def test_a_lone_flows_outage_recorded_end_to_end_is_no_evidence() -> None:
+    """The rule's inputs recorded end to end (lone Nuwa, AT&T LTE driving, 1000 packets;
+    docs/BENCHMARKS.md "A lone Nuwa flow, end to end"): a 10 s outage lets one frame a
+    second trickle out, then the link returns and the rest of the frames that waited arrive
+    at once, queuing delay 7-10 s, 23 fresh samples covering Y. The old rule switched to
+    sender-driven at 28.15 s (Cubic then filled the queue for 20 s: p95 710 ms). Those frames
+    all left the sender within 0.2 s and were read over 3 s: no standing queue, no switch."""
+    path = Path(__file__).parent / "data" / "switch-inputs-att-lte-outage.txt"
+    old = replay_inputs(path, RuleConfig(min_send_span_share=0.0))
+    assert [m for _, m in old] == [SENDER] and 27_500 * MS <= old[0][0] <= 28_400 * MS
+    assert replay_inputs(path) == []
+
+
+def test_a_standing_queue_switches_a_link_that_delivers_old_frames_late_does_not() -> None:
+    """standing(): frames measured in Y that left the sender as far apart as they were read
+    (a competitor's standing queue, even one that grows as Cubic's does) are evidence;
+    frames sent within a moment and read over seconds (a near-dark link draining our own
+    old frames) are not, nor does one frame sent after the link came back make them so."""
+    p = RuleSwitchPolicy(0)
+    for k in range(80):  # 4 s, a frame read every 50 ms; qd 400 ms growing 10 % a second
+        t = k * 50 * MS
+        qd = int(400 * MS * (1 + 0.1 * t / S))
+        p.observe(t, 1200, qd, echo_us=t - qd - 50 * MS)
+    assert p.standing(4 * S) and p.decide(4 * S) == SENDER
+    q = RuleSwitchPolicy(0)
+    for k in range(80):  # 4 s, frames sent 1 ms apart before the link went dark
+        t = k * 50 * MS
+        q.observe(t, 1200, 2 * S + t, echo_us=-2 * S + k * MS)
+    assert not q.standing(4 * S) and q.decide(4 * S) is None
+    q.observe(4 * S + 10 * MS, 1200, 300 * MS, echo_us=4 * S - 300 * MS)  # sent after: 1 pair
+    assert not q.standing(4 * S + 10 * MS)
+    ev = q.evidence()
+    assert ev["samples"] == 60 and ev["send_share"] < 0.05
+    assert p.evidence()["send_share"] == pytest.approx(0.96, abs=0.01)  # qd grows 4 % of time
