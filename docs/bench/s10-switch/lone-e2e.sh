@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A lone Nuwa flow with the switch rule over the single-flow dev traces, END TO END (server
 # behind the emulator, `./nuwa mix`, 60 s, 1000 packets), one JSON per trace under
-# docs/bench/s10-switch/lone-e2e/. Heavy: flock /tmp/nuwa-heavy.lock.
+# $LONE_OUT (default docs/bench/s12-lone/after/). Heavy: flock /tmp/nuwa-heavy.lock.
 # Usage: lone-e2e.sh [rule|dqn] [trace substring ...]
 set -u
 cd "$(dirname "$0")/../../.."
 sw=${1:-rule}; shift || true
-out=docs/bench/s10-switch/lone-e2e
+out=${LONE_OUT:-docs/bench/s12-lone/after}
 mkdir -p "$out"
 for tr in traces/*/*.mahi; do
   n=$(basename "$tr" .mahi)
