@@ -17,21 +17,22 @@ const execFileP = promisify(execFile);
 /**
  * `oracle`: the causal capacity oracle sets the window (issue 5); the page runs the controller and reports bytes received, its window is ignored.
  * `nuwa_adaptive`: `nuwa` with the opt-in adaptive target delay (`adaptive_target_delay: true` over `cc`; docs/DESIGN.md §3).
+ * `nuwa_backlog`: `nuwa` as it was before the service-delay signal became the default (`qd_source: "backlog"` over `cc`).
  * `nuwa_raw`: `nuwa` as it was before the backlog signal became the default (`qd_source: "raw"` over `cc`).
  * `bbr`: the server's BBR (draft-ietf-ccwg-bbr, server/nuwa_server/cc/bbr.py), grants ignored, like `cubic`.
  * `nuwa_bbr`: `nuwa` with BBR instead of Cubic as the ceiling under the grants (server `--ceiling bbr`).
  * `pbq`: the server's PBQ (BBR's pacing, the PPO agent's window every 100 ms; server/nuwa_server/cc/pbq.py, docs/PBQ.md), grants ignored.
  */
-export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_raw" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "pbq" | "oracle";
+export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_backlog" | "nuwa_raw" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "pbq" | "oracle";
 
 /** The server's `--cc` mode of a bulk scheme. */
 function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "bbr" | "pbq" | "oracle" {
-  return scheme === "nuwa_adaptive" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
+  return scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
 }
 
 /** Whether the page's controller grants the window (the server obeys it) in a bulk scheme. */
 function grantsControl(scheme: BulkScheme): boolean {
-  return scheme === "nuwa" || scheme === "nuwa_adaptive" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" || scheme === "oracle";
+  return scheme === "nuwa" || scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" || scheme === "oracle";
 }
 
 export interface BulkOptions {
@@ -104,7 +105,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       hash: String(server.ready.cert_sha256_hex),
       mode: grantsControl(o.scheme) ? "control" : "observe",
       duration_s: String(o.duration_s),
-      cc: JSON.stringify(o.scheme === "nuwa_adaptive" ? { ...o.cc, adaptive_target_delay: true } : o.scheme === "nuwa_raw" ? { ...o.cc, qd_source: "raw" } : (o.cc ?? {})),
+      cc: JSON.stringify(o.scheme === "nuwa_adaptive" ? { ...o.cc, adaptive_target_delay: true } : o.scheme === "nuwa_backlog" ? { ...o.cc, qd_source: "backlog" } : o.scheme === "nuwa_raw" ? { ...o.cc, qd_source: "raw" } : (o.cc ?? {})),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
       ...(o.tuner ? { tuner: o.tuner } : {}),
     });

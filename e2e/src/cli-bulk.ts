@@ -8,7 +8,7 @@ import { burstVariant } from "./burst.js";
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 import { resolveTraceSpec } from "./constant-trace.js";
 
-const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_raw|nuwa_bbr|cubic|reno|bbr|pbq|oracle --duration S [--json OUT] [--out DIR]
+const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_backlog|nuwa_raw|nuwa_bbr|cubic|reno|bbr|pbq|oracle --duration S [--json OUT] [--out DIR]
   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator
   (--trace constant:MBPS: a constant-rate trace made into .cache/traces/)
   [--burst MIN..MAX[:SEED]]   run the trace's burst variant (gaps MIN..MAX ms, seed; traces/README.md), made into .cache/traces/`;
@@ -25,8 +25,8 @@ const values = parseCli(USAGE, {
 });
 const cc = parseCcJson(USAGE, values.cc);
 const scheme = values.scheme as BulkScheme;
-if (!["nuwa", "nuwa_adaptive", "nuwa_raw", "nuwa_bbr", "cubic", "reno", "bbr", "pbq", "oracle"].includes(scheme)) {
-  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_raw, nuwa_bbr, cubic, reno, bbr, pbq or oracle (got ${scheme})`);
+if (!["nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_bbr", "cubic", "reno", "bbr", "pbq", "oracle"].includes(scheme)) {
+  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_backlog, nuwa_raw, nuwa_bbr, cubic, reno, bbr, pbq or oracle (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 5 && duration_s <= 3600)) {

@@ -19,12 +19,12 @@ LADDER_STEPS = (
 """Neighbouring rungs of the ladder (from, to, the one factor that changes)."""
 NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic"})
 """Video schemes whose ABR decides on Nuwa's estimate (the others on dash.js's own)."""
-BULK_SCHEME_ORDER = ("nuwa", "nuwa_adaptive", "nuwa_raw", "nuwa_bbr", "oracle", "cubic", "reno",
-                     "bbr", "pbq", "dashjs", "dashjs_nuwa_estimate", "observe")
+BULK_SCHEME_ORDER = ("nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_bbr", "oracle",
+                     "cubic", "reno", "bbr", "pbq", "dashjs", "dashjs_nuwa_estimate", "observe")
 """Order of the bulk schemes in tables and plots."""
-COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_raw": "C5", "oracle": "k", "cubic": "C3",
-          "reno": "C1", "bbr": "C6", "nuwa_bbr": "C9", "dashjs_bbr": "C6",
-          "pbq": "C8", "dashjs_pbq": "C8",
+COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_backlog": "C7", "nuwa_raw": "C5",
+          "oracle": "k", "cubic": "C3", "reno": "C1", "bbr": "C6", "nuwa_bbr": "C9",
+          "dashjs_bbr": "C6", "pbq": "C8", "dashjs_pbq": "C8",
           "dashjs": "C3",
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "aimd": "C3"}

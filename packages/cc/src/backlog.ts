@@ -23,6 +23,7 @@ export class BacklogEstimator {
   private head = 0; // index of the oldest live entry
   private cum_received_bytes = 0;
   private trimmed = false; // whether entries older than the history were dropped
+  private service_delay_us = Number.NaN;
 
   /** @param history_us how far back a_i may lie, µs; older → NaN (no estimate). @throws RangeError unless > 0. */
   constructor(private readonly history_us = 5_000_000) {
@@ -41,11 +42,37 @@ export class BacklogEstimator {
   onFrame(zero_queue_arrival_us: number, recv_time_us: number, size_bytes: number): number {
     const before = this.cum_received_bytes;
     const at = this.cumAt(zero_queue_arrival_us);
+    this.service_delay_us = this.serviceDelayUs(zero_queue_arrival_us, recv_time_us);
     this.cum_received_bytes += size_bytes;
     this.recv_us.push(recv_time_us);
     this.cum_bytes.push(this.cum_received_bytes);
     this.trim(recv_time_us);
     return Number.isNaN(at) ? Number.NaN : Math.max(0, before - at);
+  }
+
+  /**
+   * Our self-inflicted delay of the last frame, µs: from the first delivery of ours after the frame
+   * reached the queue to its own (recv_i − min{recv_j : recv_j ≥ a_i}, the frame itself included).
+   * The wait before that first delivery is the link's (a delivery gap, other flows' queue); what
+   * follows it is the link serving our bytes ahead. NaN before the first frame or beyond the history.
+   */
+  get lastServiceDelayUs(): number {
+    return this.service_delay_us;
+  }
+
+  private serviceDelayUs(t_us: number, recv_time_us: number): number {
+    const n = this.recv_us.length;
+    if (n === 0 || t_us < this.recv_us[this.head]!) return this.trimmed ? Number.NaN : recv_time_us - (n === 0 ? recv_time_us : this.recv_us[this.head]!);
+    let lo = this.head;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.recv_us[mid]! <= t_us) lo = mid;
+      else hi = mid - 1;
+    }
+    // lo: the last frame received at or before a_i; the next one (if any) is the first delivery after it
+    const first_after_us = lo + 1 < n ? this.recv_us[lo + 1]! : recv_time_us;
+    return Math.max(0, recv_time_us - first_after_us);
   }
 
   /** Cumulative bytes received at or before `t_us`; NaN if `t_us` is older than the history. */

@@ -6,10 +6,12 @@
  */
 
 /**
- * Which queuing-delay signal drives the window rule: "raw" Eq. 1 Qd, "kalman" (journal Eq. 2–4), or
- * "backlog": min(raw Qd, our bytes ahead of the frame ÷ our delivery rate), backlog.ts.
+ * Which queuing-delay signal drives the window rule: "raw" Eq. 1 Qd, "kalman" (journal Eq. 2–4),
+ * "backlog": min(raw Qd, our bytes ahead of the frame ÷ our delivery rate), or "service" (the
+ * default): the time from our first delivery after the frame reached the queue to its own
+ * (backlog.ts `lastServiceDelayUs`; docs/DESIGN.md §3 "Service delay").
  */
-export type QdSource = "raw" | "kalman" | "backlog";
+export type QdSource = "raw" | "kalman" | "backlog" | "service";
 /** How the congestion-avoidance step scales: the paper's additive rule or a multiplicative one. */
 export type StepMode = "additive" | "multiplicative";
 
@@ -43,8 +45,10 @@ export interface NuwaConfig {
   /** Step mode of congestion avoidance. */
   step: StepMode;
   /**
-   * Which queuing delay drives the window: raw Eq. 1 sample, the Kalman estimate (journal Eq. 2–4), or
-   * the backlog delay (the part of Qd our own window built: link gaps and waits excluded; backlog.ts).
+   * Which queuing delay drives the window: raw Eq. 1 sample, the Kalman estimate (journal Eq. 2–4),
+   * the backlog delay (our bytes ahead ÷ our rate; backlog.ts), or the service delay (the part of Qd
+   * spent after the link first served us: link gaps and waits excluded, a burst's bytes ahead cost
+   * what the burst took; backlog.ts).
    */
   qd_source: QdSource;
   /** Window of the mean delivery rate that turns the backlog into a delay, ms (qd_source "backlog"). */
@@ -99,10 +103,14 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // (issue 16: paced senders) 0.46 → 0.96 (docs/BENCHMARKS.md, "SIMULATED: the one simulator engine").
   additive_increase_mss: 4, // MSS per RTT
   step: "multiplicative",
-  // "backlog": a link's delivery gaps are not congestion our window can relieve (simulated on the one
-  // engine: burst variants 0.23 → 0.66 utilization at p95 87 → 111 ms; dev traces 0.931 → 0.944 at
-  // p95 82 → 91 ms; 20 flows sharing a queue Jain 0.966 → 0.986; docs/DESIGN.md §3 "Backlog delay").
-  qd_source: "backlog",
+  // "service" (thirteenth session): bytes of ours ahead of a frame cost the time the link took to
+  // serve them, not their size ÷ our mean rate (which, on a link that delivers in bursts, counts the
+  // gaps again). Simulated on the one engine against "backlog": burst variants of four LTE traces
+  // 0.664 → 0.876 mean utilization (p95 105 → 149 ms, the bursts' own gaps); 18 dev traces
+  // unchanged (14/18 at ≥ 0.95× Cubic, mean 0.944 → 0.945, p95 91 → 90 ms); 5 flows sharing 6
+  // Mbit/s Jain 0.987 → 0.997 at p95 58 → 78 ms. End to end on T-Mobile LTE's burst variant:
+  // 0.439 → 0.890 (Cubic 0.863). "backlog" (before: burst 0.23 → 0.66 over "raw") stays selectable.
+  qd_source: "service",
   backlog_rate_window_ms: 1000, // ms
   mss_bytes: 1200, // bytes (QUIC max datagram payload we frame against)
   initial_window_bytes: 12_000, // bytes
@@ -142,7 +150,7 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   check(finite("multiplicative_gain") && c.multiplicative_gain > 0 && c.multiplicative_gain <= 1, "multiplicative_gain", "must be in (0, 1]", c.multiplicative_gain);
   check(finite("additive_increase_mss") && c.additive_increase_mss >= 0 && c.additive_increase_mss <= 1000, "additive_increase_mss", "must be in [0, 1000] MSS/RTT", c.additive_increase_mss);
   check(c.step === "additive" || c.step === "multiplicative", "step", "must be 'additive' or 'multiplicative'", c.step);
-  check(c.qd_source === "raw" || c.qd_source === "kalman" || c.qd_source === "backlog", "qd_source", "must be 'raw', 'kalman' or 'backlog'", c.qd_source);
+  check(c.qd_source === "raw" || c.qd_source === "kalman" || c.qd_source === "backlog" || c.qd_source === "service", "qd_source", "must be 'raw', 'kalman', 'backlog' or 'service'", c.qd_source);
   check(finite("backlog_rate_window_ms") && c.backlog_rate_window_ms >= 10 && c.backlog_rate_window_ms <= 2000, "backlog_rate_window_ms", "must be in [10, 2000] ms (the delivery-rate history)", c.backlog_rate_window_ms);
   check(Number.isInteger(c.mss_bytes) && c.mss_bytes >= 500 && c.mss_bytes <= 65_536, "mss_bytes", "must be an integer in [500, 65536]", c.mss_bytes);
   check(finite("min_window_bytes") && c.min_window_bytes >= c.mss_bytes, "min_window_bytes", "must be ≥ mss_bytes", c.min_window_bytes);

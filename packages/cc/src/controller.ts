@@ -203,7 +203,11 @@ export class NuwaController {
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
     // our bytes still ahead of this frame when it reached the bottleneck, as a delay at our rate (backlog.ts);
     // kept only while it drives the rule (no per-frame history for nothing), the rate only when bytes are ahead
-    if (c.qd_source === "backlog") {
+    if (c.qd_source === "service") {
+      this.backlog.onFrame(zero_queue_arrival_us, recv_time_us, size_bytes);
+      const d_us = this.backlog.lastServiceDelayUs;
+      this.backlog_delay_ms = Number.isFinite(d_us) ? d_us / 1000 : this.raw_qd_ms;
+    } else if (c.qd_source === "backlog") {
       const backlog_bytes = this.backlog.onFrame(zero_queue_arrival_us, recv_time_us, size_bytes);
       if (!Number.isFinite(backlog_bytes)) this.backlog_delay_ms = this.raw_qd_ms;
       else if (backlog_bytes === 0) this.backlog_delay_ms = 0;
@@ -265,7 +269,7 @@ export class NuwaController {
   private drivingQdMs(): number {
     const c = this.config;
     if (c.qd_source === "kalman") return this.kalman_qd_ms;
-    if (c.qd_source === "backlog") return Math.min(this.raw_qd_ms, this.backlog_delay_ms); // a wait our window did not build is no congestion
+    if (c.qd_source === "backlog" || c.qd_source === "service") return Math.min(this.raw_qd_ms, this.backlog_delay_ms); // a wait our window did not build is no congestion
     return this.raw_qd_ms;
   }
 
