@@ -28,7 +28,7 @@ interface BulkLog {
   recv_us: number[];
   raw_qd_ms: number[];
   kalman_qd_ms: number[];
-  /** The queuing delay the rule read for each frame (Decision.queuing_delay_ms: min(Qd, backlog delay) under the default qd_source "backlog"), ms. */
+  /** The queuing delay the rule read for each frame (Decision.queuing_delay_ms: min(Qd, service delay) under the default qd_source "service"), ms. */
   rule_qd_ms: number[];
   window_bytes: number[];
   phase_changes: [number, string][];

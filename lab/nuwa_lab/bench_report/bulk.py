@@ -142,7 +142,8 @@ def signal_section(cells: Cells, plots_dir: Path,
         plots.append(p_sig)
         md += ["## What adapts over time (`nuwa`, deep queue, one trace per family)", "",
                "Per second: the p95 of the raw queuing delay (Eq. 1) and of the delay the rule "
-               "read (min(Qd, our backlog ÷ our delivery rate), DESIGN.md §3), and the Td in "
+               "read (the run's ``qd_source``: by default min(Qd, our service delay), DESIGN.md "
+               "§3 \"Service delay\"), and the Td in "
                "force. "
                "Where the link's own gaps raise Qd, the rule's signal stays low.", "",
                f"![signal]({img_prefix}{p_sig.name})", ""]

@@ -112,7 +112,7 @@ def signal_series(run: Run, bin_s: float = 1.0) -> dict[str, list[float]] | None
     """What the rule read against the raw queuing delay, per ``bin_s`` of a run (issue 14).
 
     From the page log's per-frame ``raw_qd_ms`` (Eq. 1) and ``rule_qd_ms`` (the delay
-    the rule read: min(Qd, backlog delay) under ``qd_source: "backlog"``, DESIGN.md §3)
+    the rule read: min(Qd, service delay) under the default ``qd_source: "service"``, DESIGN.md §3)
     and the Td in force. Returns {"t_s", "raw_p95_ms", "rule_p95_ms", "td_ms"} with one
     entry per bin that holds frames (t_s: bin start, s since the first frame), or None
     when the log has no ``rule_qd_ms`` (runs before it was logged)."""

@@ -9,8 +9,10 @@
  *   (send_time_us, recv_time_us, size_bytes)
  *     → OneWayDelaySampler  (nuwa-icpads Eq. 1, sign corrected)
  *     → QueuingDelayKalman  (nuwa-rl-journal Eq. 2–4)      [reported; drives only if qd_source = "kalman"]
- *     → BacklogEstimator    (our bytes ahead ÷ our rate)   [drives with qd_source = "backlog", the default:
- *                            min(Qd, backlog delay), so a link's own waits do not cut the window]
+ *     → BacklogEstimator    (service delay: from our first delivery after the frame reached the queue
+ *                            to its own)                  [drives with qd_source = "service", the default:
+ *                            min(Qd, service delay), so a link's own waits and bursts do not cut the window;
+ *                            "backlog": our bytes ahead ÷ our rate, the signal before]
  *     → window rule         (θ = tanh((Td − Qd)/ρ), Eq. 2; additive step w ← w + θ·k/w, Eq. 3/6;
  *                            multiplicative step w ← w·(1 + θ·g) + max(θ, 0)·a per RTT)
  *     → window bounds, delivery-rate cap
@@ -36,7 +38,7 @@ export interface Decision {
   raw_queuing_delay_ms: number;
   /** Kalman-filtered queuing delay, ms. */
   kalman_queuing_delay_ms: number;
-  /** Delay of our own backlog ahead of the last frame (bytes ÷ our delivery rate), ms; the raw Qd when unknown or when qd_source is not "backlog". */
+  /** Delay of our own backlog ahead of the last frame, ms: the service delay (qd_source "service"), bytes ÷ our delivery rate ("backlog"); the raw Qd when unknown or under "raw"/"kalman". */
   backlog_delay_ms: number;
   /** θ = tanh((Td − Qd)/ρ) of the last update (0 when not in avoidance). */
   theta: number;
@@ -201,8 +203,11 @@ export class NuwaController {
     const td_ms = this.targetDelayMs(recv_time_us);
 
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);
-    // our bytes still ahead of this frame when it reached the bottleneck, as a delay at our rate (backlog.ts);
-    // kept only while it drives the rule (no per-frame history for nothing), the rate only when bytes are ahead
+    // What our own bytes ahead of this frame cost it (backlog.ts), kept only while it drives the rule (no
+    // per-frame history for nothing). "service": the time from our first delivery after the frame reached the
+    // queue (a_i) to its own: the wait before that first delivery is the link's (a gap, a scheduler's grant,
+    // other flows' packets), and bytes of ours that a burst delivers in one instant cost that instant
+    // (docs/DESIGN.md §3 "Service delay"). "backlog": those bytes ÷ our mean rate, the rate only when bytes are ahead.
     if (c.qd_source === "service") {
       this.backlog.onFrame(zero_queue_arrival_us, recv_time_us, size_bytes);
       const d_us = this.backlog.lastServiceDelayUs;

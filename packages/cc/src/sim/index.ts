@@ -15,4 +15,4 @@ export {
 export { type Departure, type LinkPacket, TraceLink } from "./link.js";
 export { jainIndex, type SharedFlowSpec, type SharedSimOptions, type SharedSimResult, simulateShared } from "./shared.js";
 export { BulkStepper, type IntervalStats, rotateTrace, type StepperOptions } from "./stepper.js";
-export { constantRateTrace, MAHIMAHI_PACKET_BYTES, parseMahimahiTrace, traceMeanBps } from "./trace.js";
+export { burstVariant, constantRateTrace, MAHIMAHI_PACKET_BYTES, parseMahimahiTrace, traceMeanBps } from "./trace.js";
