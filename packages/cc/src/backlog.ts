@@ -51,34 +51,38 @@ export class BacklogEstimator {
   }
 
   /**
-   * Our self-inflicted delay of the last frame, µs: from the first delivery of ours after the frame
-   * reached the queue to its own (recv_i − min{recv_j : recv_j ≥ a_i}, the frame itself included).
-   * The wait before that first delivery is the link's (a delivery gap, other flows' queue); what
-   * follows it is the link serving our bytes ahead. NaN before the first frame or beyond the history.
+   * The service delay of the last frame, µs: from the first delivery of ours at or after the frame
+   * reached the queue to its own, recv_i − min{recv_j : recv_j ≥ a_i} (the frame itself included;
+   * docs/DESIGN.md §3 "Service delay"). The wait before that first delivery is the link's (a
+   * delivery gap, a scheduler's grant, other flows' packets); what follows it is the link serving
+   * our frames ahead (FIFO). NaN before the first `onFrame` or when a_i lies beyond the history.
    */
   get lastServiceDelayUs(): number {
     return this.service_delay_us;
   }
 
   private serviceDelayUs(t_us: number, recv_time_us: number): number {
-    const n = this.recv_us.length;
-    if (n === 0 || t_us < this.recv_us[this.head]!) return this.trimmed ? Number.NaN : recv_time_us - (n === 0 ? recv_time_us : this.recv_us[this.head]!);
-    let lo = this.head;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.recv_us[mid]! <= t_us) lo = mid;
-      else hi = mid - 1;
-    }
-    // lo: the last frame received at or before a_i; the next one (if any) is the first delivery after it
-    const first_after_us = lo + 1 < n ? this.recv_us[lo + 1]! : recv_time_us;
+    const i = this.lastAtOrBefore(t_us);
+    if (Number.isNaN(i)) return Number.NaN;
+    // the frame after the last one received by a_i is our first delivery after it (or this frame)
+    const first_after_us = i + 1 < this.recv_us.length ? this.recv_us[i + 1]! : recv_time_us;
     return Math.max(0, recv_time_us - first_after_us);
   }
 
   /** Cumulative bytes received at or before `t_us`; NaN if `t_us` is older than the history. */
   private cumAt(t_us: number): number {
+    const i = this.lastAtOrBefore(t_us);
+    if (Number.isNaN(i)) return Number.NaN;
+    return i < this.head ? 0 : this.cum_bytes[i]!; // before the first frame: nothing received
+  }
+
+  /**
+   * Index of the last frame received at or before `t_us`; `head − 1` when none is (t_us before every
+   * frame kept, and none was ever dropped); NaN when the frames that would tell were dropped.
+   */
+  private lastAtOrBefore(t_us: number): number {
     const n = this.recv_us.length;
-    if (n === 0 || t_us < this.recv_us[this.head]!) return this.trimmed ? Number.NaN : 0; // before the first frame: nothing received
+    if (n === 0 || t_us < this.recv_us[this.head]!) return this.trimmed ? Number.NaN : this.head - 1;
     let lo = this.head;
     let hi = n - 1;
     while (lo < hi) {
@@ -86,7 +90,7 @@ export class BacklogEstimator {
       if (this.recv_us[mid]! <= t_us) lo = mid;
       else hi = mid - 1;
     }
-    return this.cum_bytes[lo]!;
+    return lo;
   }
 
   private trim(now_us: number): void {
