@@ -37,9 +37,13 @@ def test_nuwa_obeys_grants(tmp_path: Path) -> None:
             sid = client.request({"v": 1, "op": "bulk", "size_bytes": 2_000_000})
             got = await _wait_stall(client)
             assert 12000 - frame < got <= 12000, got  # before the first grant
-            client.send_grant(Grant(1, 1, got, 30_000, 0, 0))
+            # a window under the ceiling's initial 13 500 B, which never shrinks without loss: with
+            # 30 kB the server also waits on the Cubic ceiling, whose growth on loopback ACKs
+            # (RTT samples over its threshold) can pause it past the 150 ms stall detection while
+            # this test sends no grant (a real receiver re-grants as frames arrive)
+            client.send_grant(Grant(1, 1, got, 12_000, 0, 0))
             got2 = await _wait_stall(client)
-            assert got + 30_000 - frame < got2 <= got + 30_000, (got, got2)
+            assert got + 12_000 - frame < got2 <= got + 12_000, (got, got2)
             # a window smaller than a frame still lets one frame go at a time
             client.send_grant(Grant(2, 2, got2, 100, 0, 0))
             got3 = await _wait_stall(client)
@@ -60,7 +64,7 @@ def test_nuwa_obeys_grants(tmp_path: Path) -> None:
                    for r in rows)
         assert all(r["grant_window_bytes"] is not None for r in rows)
         grants = read_jsonl(session_logs(session) / "grants.jsonl")
-        assert grants[0]["accepted"] and grants[0]["window_in_force_bytes"] == 30_000
+        assert grants[0]["accepted"] and grants[0]["window_in_force_bytes"] == 12_000
         assert grants[1]["reason"] == "window_clamped_low"
         assert grants[1]["window_in_force_bytes"] == 1200
         assert any(g["rtt_us"] is not None and g["rtt_us"] >= 0 for g in grants)
