@@ -25,6 +25,13 @@ const execFileP = promisify(execFile);
  */
 export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_backlog" | "nuwa_raw" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "pbq" | "oracle";
 
+/** What each Nuwa variant sets over `cc` (the rest run `cc` as given). */
+const SCHEME_CC: Partial<Record<BulkScheme, Record<string, unknown>>> = {
+  nuwa_adaptive: { adaptive_target_delay: true },
+  nuwa_backlog: { qd_source: "backlog" },
+  nuwa_raw: { qd_source: "raw" },
+};
+
 /** The server's `--cc` mode of a bulk scheme. */
 function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "bbr" | "pbq" | "oracle" {
   return scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
@@ -105,7 +112,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       hash: String(server.ready.cert_sha256_hex),
       mode: grantsControl(o.scheme) ? "control" : "observe",
       duration_s: String(o.duration_s),
-      cc: JSON.stringify(o.scheme === "nuwa_adaptive" ? { ...o.cc, adaptive_target_delay: true } : o.scheme === "nuwa_backlog" ? { ...o.cc, qd_source: "backlog" } : o.scheme === "nuwa_raw" ? { ...o.cc, qd_source: "raw" } : (o.cc ?? {})),
+      cc: JSON.stringify({ ...o.cc, ...SCHEME_CC[o.scheme] }),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
       ...(o.tuner ? { tuner: o.tuner } : {}),
     });

@@ -41,8 +41,12 @@ export class BacklogEstimator {
    */
   onFrame(zero_queue_arrival_us: number, recv_time_us: number, size_bytes: number): number {
     const before = this.cum_received_bytes;
-    const at = this.cumAt(zero_queue_arrival_us);
-    this.service_delay_us = this.serviceDelayUs(zero_queue_arrival_us, recv_time_us);
+    // one search serves both signals: the last frame received by a_i, and the one after it (our
+    // first delivery after a_i, or this frame)
+    const i = this.lastAtOrBefore(zero_queue_arrival_us);
+    const at = Number.isNaN(i) ? Number.NaN : i < this.head ? 0 : this.cum_bytes[i]!; // before the first frame: nothing received
+    const first_after_us = i + 1 < this.recv_us.length ? this.recv_us[i + 1]! : recv_time_us;
+    this.service_delay_us = Number.isNaN(i) ? Number.NaN : Math.max(0, recv_time_us - first_after_us);
     this.cum_received_bytes += size_bytes;
     this.recv_us.push(recv_time_us);
     this.cum_bytes.push(this.cum_received_bytes);
@@ -59,21 +63,6 @@ export class BacklogEstimator {
    */
   get lastServiceDelayUs(): number {
     return this.service_delay_us;
-  }
-
-  private serviceDelayUs(t_us: number, recv_time_us: number): number {
-    const i = this.lastAtOrBefore(t_us);
-    if (Number.isNaN(i)) return Number.NaN;
-    // the frame after the last one received by a_i is our first delivery after it (or this frame)
-    const first_after_us = i + 1 < this.recv_us.length ? this.recv_us[i + 1]! : recv_time_us;
-    return Math.max(0, recv_time_us - first_after_us);
-  }
-
-  /** Cumulative bytes received at or before `t_us`; NaN if `t_us` is older than the history. */
-  private cumAt(t_us: number): number {
-    const i = this.lastAtOrBefore(t_us);
-    if (Number.isNaN(i)) return Number.NaN;
-    return i < this.head ? 0 : this.cum_bytes[i]!; // before the first frame: nothing received
   }
 
   /**
