@@ -425,3 +425,35 @@ def test_no_restart_without_idleness() -> None:
     cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
     Script(cc).rounds(100, 0.5, limit_bytes=20 * MSS)
     assert cc.restarts == 0 and cc._restart_target_bytes is None
+
+
+def test_a_delivery_gap_does_not_end_slow_start_but_a_standing_queue_does() -> None:
+    """The ceiling limits the start-up; a cellular link's delivery gap (14 ms: T-Mobile LTE's
+    p99) lifts six samples 1 ms apart by 14 ms, then the RTT is back at 50 ms: slow start goes
+    on (the old 5-sample test left it at 35 kB in one e2e run of three; Nuwa reached 0.77 of
+    the link, 0.94 in the others). The window does not grow while the samples are over. A
+    queue that stands for a whole RTT (every sample over for one base RTT) ends slow start,
+    as before."""
+    cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+    s = Script(cc)
+    t = s.rounds(2, 0.5)  # cwnd-limited slow start at the 50 ms minimum
+    assert cc.ssthresh is None
+    pkts = s.fill(t)
+    t += RTT_S
+    before = cc.congestion_window
+    for k in range(6):  # the gap: six samples at 64 ms, 1 ms apart
+        cc.on_rtt_measurement(now=t + 0.001 * k, rtt=RTT_S + 0.014)
+        cc.on_packet_acked(now=t + 0.001 * k, packet=pkts[k])
+    assert cc.ssthresh is None and cc.delay_exits == 0
+    assert cc.congestion_window == before  # no growth while the samples were over
+    for k, p in enumerate(pkts[6:]):  # the rest of the round at the minimum
+        cc.on_rtt_measurement(now=t + 0.007 + 0.001 * k, rtt=RTT_S)
+        cc.on_packet_acked(now=t + 0.007 + 0.001 * k, packet=p)
+    assert cc.ssthresh is None and cc.congestion_window > before
+    # a standing queue: every sample 16 ms over for a whole round (12 samples 5 ms apart)
+    t += 0.007 + 0.001 * len(pkts)
+    pkts = s.fill(t)
+    t += RTT_S + 0.016
+    for k in range(12):
+        cc.on_rtt_measurement(now=t + 0.005 * k, rtt=RTT_S + 0.016)
+    assert cc.ssthresh is not None and cc.delay_exits == 1
