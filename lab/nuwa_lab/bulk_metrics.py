@@ -106,6 +106,14 @@ def grant_violations(server_log_dir: Path) -> dict[str, Any]:
     Per session (a page that reconnected has several; each session's grants
     count its own bytes): a frame violates when written − cum received −
     window exceeds one frame, with the grant in force at its send time.
+    A frame sent ``n ≥ 1`` whole grant timeouts after the last accepted grant
+    (the session's ``grant_timeout_us``, from its ``config`` event in
+    ``events.jsonl``) is checked as the server's documented fallback
+    (server/nuwa_server/grants.py, PROTOCOL.md "Grant timeout"): window
+    max(initial window, last window >> n) against QUIC's bytes in flight
+    logged with the frame, plus the frame. (A page that stopped granting on a
+    session it was leaving during an outage flagged a frame sent 1.002 s after
+    its last grant in a CI run; the server had logged ``grant_fallback``.)
     Sessions in ``oracle`` mode (their ``summary.json`` says so) take no
     window from grants: they are checked against the oracle's window and
     delivered-clock outstanding bytes logged with each frame instead.
@@ -136,6 +144,7 @@ def grant_violations(server_log_dir: Path) -> dict[str, Any]:
             grants_path.exists()) else []
         grants.sort(key=lambda g: g["recv_time_us"])
         g_times = [g["recv_time_us"] for g in grants]
+        timeout_us = _grant_timeout_us(d)
         cum_max: list[int] = []
         for g in grants:
             cum_max.append(max(g["cum_received_bytes"], cum_max[-1] if cum_max else 0))
@@ -149,11 +158,38 @@ def grant_violations(server_log_dir: Path) -> dict[str, Any]:
                 # PROTOCOL.md: cum never goes backwards (the previous value is kept)
                 cum = min(cum_max[k], written)
                 window = min(max(grants[k]["window_bytes"], MIN_WINDOW_BYTES), MAX_WINDOW_BYTES)
+                level = ((f["send_time_us"] - g_times[k]) // timeout_us
+                         if timeout_us and "bytes_in_flight" in f else 0)
+                if level >= 1:  # grants.py: the fallback's window and QUIC's bytes in flight
+                    fallback_window = max(INITIAL_WINDOW_BYTES, window >> min(level, 62))
+                    excess = f["bytes_in_flight"] + f["bytes"] - fallback_window
+                    if excess > max_frame:
+                        violations += 1
+                        max_excess = max(max_excess, excess)
+                    continue
             excess = written - cum - window
             if excess > max_frame:
                 violations += 1
                 max_excess = max(max_excess, excess)
     return {"violations": violations, "frames": n_frames, "max_excess_bytes": max_excess}
+
+
+def _grant_timeout_us(session_dir: Path) -> int | None:
+    """The session's grant timeout, µs, from the ``config`` event that opens its
+    ``events.jsonl`` (None: no such event or field, as in logs from before the fallback)."""
+    events = session_dir / "events.jsonl"
+    if not events.exists():
+        return None
+    with events.open() as fh:
+        for line in fh:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == "config":
+                value = event.get("grant_timeout_us")
+                return int(value) if isinstance(value, int) and value > 0 else None
+    return None
 
 
 def disconnection_gaps(page: dict[str, Any], base_timestamp_ms: int,

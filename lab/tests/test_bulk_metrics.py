@@ -77,3 +77,28 @@ def test_oracle_sessions_are_checked_against_the_oracle_window_not_grants(tmp_pa
     _session(tmp_path / "bad", "oracle", _frames(10, 5, lambda i: 40_000, 12_200), grants)
     got = grant_violations(tmp_path)
     assert got["violations"] == 5 and got["max_excess_bytes"] == 40_000 - 12_200
+
+
+def test_a_frame_sent_in_the_grant_timeout_fallback_is_checked_as_the_server_falls_back(tmp_path):
+    """The server's documented fallback (grants.py): n ≥ 1 grant timeouts after the last grant
+    the window is max(initial window, last >> n) over QUIC's bytes in flight. A frame the
+    fallback allowed is no violation (the CI outage run's frame: sent 1.002 s after a 1200-byte
+    grant, 2720 bytes in flight); one over the fallback window still is."""
+    def session(name: str, in_flight: int) -> None:
+        d = tmp_path / name
+        grants = [{"accepted": True, "recv_time_us": 1_000, "cum_received_bytes": 0,
+                   "window_bytes": 1200}]
+        frames = [{"seq": i, "bytes": 1220, "send_time_us": 1_003_000 + i, "outstanding_bytes": 0,
+                   "grant_window_bytes": 12_000, "bytes_in_flight": in_flight + 1220 * i}
+                  for i in range(3)]  # 3660 bytes written over a 1200-byte grant
+        _session(d, "nuwa", frames, grants)
+        (d / "events.jsonl").write_text(json.dumps(
+            {"event": "config", "grant_timeout_us": 1_000_000}) + "\n")
+    session("ok", 2720)
+    assert grant_violations(tmp_path)["violations"] == 0
+    session("over", 40_000)
+    got = grant_violations(tmp_path)
+    assert got["violations"] == 3 and got["max_excess_bytes"] == 40_000 + 3 * 1220 - 12_000
+    # without the session's config the same frames are judged on the last grant (as before)
+    (tmp_path / "ok" / "events.jsonl").unlink()
+    assert grant_violations(tmp_path)["violations"] == 3 + 2  # its 2nd and 3rd frames

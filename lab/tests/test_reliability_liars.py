@@ -410,10 +410,11 @@ and 50 ms). The ceiling holds a receiver to about 2-2.3x the flight it used (slo
 unused: 2x the flight, RFC 7661's validated half-window; RFC 9002 section 7.8), which for a
 150 kB window (169 kB in datagrams) is 340-395 kB. Cubic alone's peak over these 11 s is where
 aioquic's delay exit ends its first slow start, which a delivery gap of this trace decides:
-214-630 kB over more than 20 runs (sessions 9-14). So at 150 kB the bound held or failed with Cubic's draw
-(CI, fourteenth session: a flood at 387 kB against draws of 215 and 217 kB); at 80 kB (about
-200 kB of ceiling) it tests what the bound is for, a ceiling that does not grow unused (on
-d7a7910 it grew to MBs), not aioquic's draw. The long form keeps 150 kB and reports."""
+214-630 kB over more than 20 runs (sessions 9-14). So at 150 kB the bound held or failed with
+Cubic's draw (CI, fourteenth session: a flood at 387 kB against draws of 215 and 217 kB); at
+80 kB (about 200 kB of ceiling) it tests what the bound is for, a ceiling that does not grow
+unused (on d7a7910 it grew to MBs), not aioquic's draw. The long form keeps 150 kB and
+reports."""
 
 
 def test_receiver_that_obeys_then_lies_is_bounded_by_cubic_alone(tmp_path: Path) -> None:
