@@ -147,6 +147,10 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         """Rounds left in which a sample below :attr:`_probation_baseline_s` (the exit's
         threshold) resumes slow start (0: no probation running)."""
         self._probation_baseline_s = 0.0
+        self._probation_reference_s = 0.0
+        """The exit's reference RTT: how long samples must stay under the baseline, s."""
+        self._probation_under_since_s: float | None = None
+        """When the current run of probation samples under the baseline began (None: none)."""
         self.spurious_exits = 0
         self.delay_exits = 0
         self.first_delay_exit_bytes: int | None = None
@@ -255,22 +259,37 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
                         # that ended slow start has drained
                         self._probation_rounds = PROBATION_ROUNDS
                         self._probation_baseline_s = threshold_s
+                        self._probation_reference_s = reference_s
+                        self._probation_under_since_s = None
                     self._delay_exit_count = 0
             else:
                 self._delay_exit_count = 0
-        elif (self._probation_rounds > 0 and rtt < self._probation_baseline_s
-              and not self._binding_this_round()):
-            self._resume_slow_start()
+        elif self._probation_rounds > 0:
+            if rtt >= self._probation_baseline_s:
+                self._probation_under_since_s = None
+            elif not self._binding_this_round():
+                self._resume_slow_start()  # the receiver drained the queue itself
+            elif self._probation_under_since_s is None:
+                self._probation_under_since_s = now
+            elif now - self._probation_under_since_s >= self._probation_reference_s:
+                # RFC 9406 §4.2 (CSS): the round's minimum RTT is back under the baseline while
+                # this window limits the sender: the queue that ended slow start did not stand
+                # (a receiver's stall inflated the samples: a clean-clone CI run exited at 232 kB
+                # on a 150 ms stall of the page in its first half second, Nuwa at 0.87 of the
+                # link). A liar keeps its queue standing, so its samples stay over.
+                self._resume_slow_start()
         if not own:
             self._recent_rtt_s.append(rtt)
 
     def _resume_slow_start(self) -> None:
         """RFC 9406 §4.2: an RTT below the exit's baseline during conservative slow start
-        means the exit was spurious: slow start resumes. Here only when the receiver's grant,
-        not this window, limits the sender meanwhile (a queue the receiver drained itself,
-        as Nuwa's start-up does after a transient: the clean-clone CI runs), so that a
-        receiver that keeps granting more than the window (a liar, a flood) gets no resume
-        from a lucky sample. Unlike RFC 9406's CSS the window does not grow in
+        means the exit was spurious: slow start resumes. Here on one sample when the
+        receiver's grant, not this window, limits the sender meanwhile (a queue the receiver
+        drained itself, as Nuwa's start-up does after a transient: the clean-clone CI runs),
+        and while this window limits the sender only on every sample of one reference RTT
+        under the baseline (the round's minimum, as the exit), so that a receiver that keeps
+        granting more than the window (a liar, a flood) gets no resume from a lucky sample.
+        Unlike RFC 9406's CSS the window does not grow in
         the probation rounds (:meth:`on_packet_acked`), so a receiver that keeps its queue
         high (a liar) is held at the window of the exit."""
         self.ssthresh = None

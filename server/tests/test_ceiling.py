@@ -457,3 +457,28 @@ def test_a_delivery_gap_does_not_end_slow_start_but_a_standing_queue_does() -> N
     for k in range(12):
         cc.on_rtt_measurement(now=t + 0.005 * k, rtt=RTT_S + 0.016)
     assert cc.ssthresh is not None and cc.delay_exits == 1
+
+
+def test_an_exit_on_a_stall_is_undone_when_a_whole_round_is_back_under_while_the_window_binds(
+) -> None:
+    """The ceiling limits the start-up, a stall of the receiver lifts a whole round's samples
+    (RTT 1.5 × for two rounds: slow start ends), then a whole round of samples is back at the
+    50 ms minimum while the window still limits the sender: slow start resumes (RFC 9406
+    §4.2). One sample back under is not enough while the window binds, and a queue that stays
+    (a liar) resumes nothing."""
+    for back in ("round", "one_sample", "never"):
+        cc = NuwaCeilingCongestionControl(max_datagram_size=MSS)
+        t = _rtt_rounds(cc, [RTT_S, RTT_S, 1.5 * RTT_S, 1.5 * RTT_S], 0.5, None)
+        assert cc.ssthresh is not None and cc.delay_exits == 1
+        s = Script(cc)
+        pkts = s.fill(t)  # the window binds
+        t += RTT_S
+        samples = {"round": [RTT_S] * 12, "one_sample": [RTT_S] + [1.6 * RTT_S] * 11,
+                   "never": [1.6 * RTT_S] * 12}[back]
+        for k, rtt in enumerate(samples):  # 12 samples 5 ms apart: 55 ms ≥ the 50 ms reference
+            cc.on_rtt_measurement(now=t + 0.005 * k, rtt=rtt)
+        if back == "round":
+            assert cc.ssthresh is None and cc.spurious_exits == 1
+        else:
+            assert cc.ssthresh is not None and cc.spurious_exits == 0
+        del pkts
