@@ -69,8 +69,9 @@ describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5
     // ceiling's slow start ended at 176 kB on a queue that stood, the grant asking for more);
     // a clean-clone CI run before the second fix: 0.873 against 0.9 × Cubic's 0.985 = 0.887
     // (a stall of the page ended it at 232 kB). docs/RELIABILITY.md.
-    if (code === 1 || (code === 0 && records().nuwa.utilization < CLAIMED_UTILIZATION)) {
-      console.log(`bench --quick missed a target (${verdictLine(out)}; nuwa utilization ${records().nuwa.utilization.toFixed(3)}); measuring once more`);
+    const first_utilization = code === 0 || code === 1 ? records().nuwa.utilization : Number.NaN;
+    if (code === 1 || first_utilization < CLAIMED_UTILIZATION) {
+      console.log(`bench --quick missed a target (${verdictLine(out)}; nuwa utilization ${first_utilization.toFixed(3)}); measuring once more`);
       ({ code, out } = await quick());
     }
     console.log(verdictLine(out));

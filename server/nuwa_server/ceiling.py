@@ -100,6 +100,13 @@ IDLE_SSTHRESH_FRACTION = 0.75
 """After an idle reset ssthresh keeps at least ¾ of the window before (RFC 7661 §4.4.3)."""
 
 
+def _delay_exit_threshold_s(reference_s: float) -> float:
+    """The delay exit's RTT threshold over ``reference_s`` (s): aioquic's 25 %, at least RFC
+    9406 §4.3's MIN_RTT_THRESH (4 ms) above; also the baseline an exit's probation compares
+    with (RFC 9406 §4.2)."""
+    return reference_s + max(DELAY_EXIT_INCREASE * reference_s, DELAY_EXIT_MIN_INCREASE_S)
+
+
 class NuwaCeilingCongestionControl(CubicCongestionControl):
     """aioquic Cubic that grows only while its window is used and restarts slow start
     toward the flight in use after an outage (module doc).
@@ -144,11 +151,11 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
         """When the current run of samples over the delay exit's threshold began, s."""
         self._delay_exit_sample_s = 0.0
         self._probation_rounds = 0
-        """Rounds left in which a sample below :attr:`_probation_baseline_s` (the exit's
-        threshold) resumes slow start (0: no probation running)."""
-        self._probation_baseline_s = 0.0
+        """Rounds left in which samples back under the exit's threshold resume slow start
+        (0: no probation running)."""
         self._probation_reference_s = 0.0
-        """The exit's reference RTT: how long samples must stay under the baseline, s."""
+        """The exit's reference RTT, s: its threshold (:func:`_delay_exit_threshold_s`) is the
+        baseline, and samples must stay under it this long while the window binds."""
         self._probation_under_since_s: float | None = None
         """When the current run of probation samples under the baseline began (None: none)."""
         self.spurious_exits = 0
@@ -234,9 +241,7 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
                 and now >= self._delay_exit_sample_s + DELAY_EXIT_GRANULARITY_S):
             self._delay_exit_sample_s = now
             reference_s = max(min_rtt_s, self._binding_ref_rtt_s)
-            # aioquic's 25 %, at least RFC 9406 §4.3's MIN_RTT_THRESH (4 ms) above
-            threshold_s = reference_s + max(DELAY_EXIT_INCREASE * reference_s,
-                                            DELAY_EXIT_MIN_INCREASE_S)
+            threshold_s = _delay_exit_threshold_s(reference_s)
             if rtt >= threshold_s:
                 if self._delay_exit_count == 0:
                     self._delay_exit_above_since_s = now
@@ -258,14 +263,13 @@ class NuwaCeilingCongestionControl(CubicCongestionControl):
                         # the RTT must fall back under the exit's own threshold: the queue
                         # that ended slow start has drained
                         self._probation_rounds = PROBATION_ROUNDS
-                        self._probation_baseline_s = threshold_s
                         self._probation_reference_s = reference_s
                         self._probation_under_since_s = None
                     self._delay_exit_count = 0
             else:
                 self._delay_exit_count = 0
         elif self._probation_rounds > 0:
-            if rtt >= self._probation_baseline_s:
+            if rtt >= _delay_exit_threshold_s(self._probation_reference_s):
                 self._probation_under_since_s = None
             elif not self._binding_this_round():
                 self._resume_slow_start()  # the receiver drained the queue itself
