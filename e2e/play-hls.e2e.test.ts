@@ -27,7 +27,7 @@ describe.each(TRACES)("hls.js playback under a real $family trace", ({ family, t
     `plays ≥ ${MIN_PLAYED_S} s of media in ${DURATION_S} s with Nuwa's MPC in hls.js, obeys grants`,
     async () => {
       const out = `out/e2e/play-hls-${family}`;
-      const s = (await onValidEmulator("play hls.js", () => runPlay({ trace, scheme: "hlsjs_nuwa", player: "hlsjs", duration_s: DURATION_S, out_dir: out }))) as Record<string, unknown> & {
+      const s = (await onValidEmulator("play hls.js", () => runPlay({ trace, scheme: "hlsjs_nuwa", player: "hlsjs", duration_s: DURATION_S, out_dir: out }), 3)) as Record<string, unknown> & {
         player: string;
         media_played_s: number;
         chunks: number;

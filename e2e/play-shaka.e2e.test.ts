@@ -28,7 +28,7 @@ describe.each(TRACES)("shaka-player over Nuwa under a real $family trace", ({ fa
     `plays ≥ ${MIN_PLAYED_S} s of media in ${DURATION_S} s on Nuwa's estimate, server obeys the grants`,
     async () => {
       const out = `out/e2e/play-shaka-${family}`;
-      const s = (await onValidEmulator("play shaka", () => runPlay({ trace, player: "shaka", scheme: "shaka_nuwa", duration_s: DURATION_S, out_dir: out }))) as Record<string, unknown> & {
+      const s = (await onValidEmulator("play shaka", () => runPlay({ trace, player: "shaka", scheme: "shaka_nuwa", duration_s: DURATION_S, out_dir: out }), 3)) as Record<string, unknown> & {
         player: string;
         media_played_s: number;
         chunks: number;
