@@ -10,7 +10,13 @@ import pytest
 
 from nuwa_lab.emulator import constant_rate_trace
 from nuwa_lab.mix.cli import main
-from nuwa_lab.mix.run import SCHEME_SERVER_ARGS, analyze, switch_counts
+from nuwa_lab.mix.run import (
+    SCHEME_SERVER_ARGS,
+    after_leave,
+    analyze,
+    switch_counts,
+    switch_logs,
+)
 
 
 def flow(port: int, upstream: int, rate_bps: float, start_ms: float, end_ms: float,
@@ -49,13 +55,71 @@ def test_analyze_reads_each_flow_from_the_emulators_log() -> None:
                 {"base_timestamp_ms": 0}, constant_rate_trace(10e6), 1000)
 
 
+def test_after_leave_gives_the_others_delay_in_the_5_s_after_and_from_then() -> None:
+    """--stop-s: flow 1 leaves at 20 s (log clock); flow 0's packets before 20 s are not
+    counted, those of 20–25 s make ``p95_ms_first_5s``, the rest ``p95_ms_after_5s``."""
+    base_ms = 1_000_000
+    f0 = flow(5000, 7000, 5e6, 0, 40_000, 0)
+    f0["queue_delay_ms"] = [900.0 if t < 22_000 else 20.0 for t in f0["depart_ms"]]
+    log = {"flows": [f0, flow(5001, 7001, 5e6, 0, 20_000, 900)]}
+    worker = {"flows": [{"i": 0, "scheme": "nuwa", "local_port": 5000},
+                        {"i": 1, "scheme": "cubic", "local_port": 5001,
+                         "stopped_us": (base_ms + 20_000) * 1000}]}
+    (left,) = after_leave(worker, log, base_ms, 40_000)
+    assert (left["i"], left["scheme"], left["leave_s"]) == (1, "cubic", 20.0)
+    (o,) = left["flows"]
+    assert o["i"] == 0 and o["p95_ms_first_5s"] == 900 and o["p95_ms_after_5s"] == 20
+    assert o["after_5s_s"] == 15.0
+    # the figures count a flow's life: the leaver does not starve after it left, the
+    # fairness window is the 20 s before the leave (equal rates there: Jain 1)
+    for f in worker["flows"]:
+        f.update({"errors": [], "connected_us": base_ms * 1000})
+    out = analyze(["nuwa", "cubic"], worker, log, {"base_timestamp_ms": base_ms},
+                  constant_rate_trace(10e6), 40_000)
+    nuwa, cubic = out["flows"]
+    assert cubic["end_s"] == 20.0 and nuwa["end_s"] == 40.0
+    assert cubic["starved_s"] == 0 and nuwa["starved_s"] == 0
+    assert cubic["goodput_bps"] == pytest.approx(5e6, rel=0.02)
+    assert out["jain_index"] == pytest.approx(1.0, abs=0.01)
+    worker["flows"][1].pop("stopped_us")
+    assert after_leave(worker, log, base_ms, 40_000) == []
+    cubic = analyze(["nuwa", "cubic"], worker, log, {"base_timestamp_ms": base_ms},
+                    constant_rate_trace(10e6), 40_000)["flows"][1]
+    assert cubic["starved_s"] >= 19  # the same log read as a flow that stayed: it starved
+
+
+def test_jain_over_time_counts_the_flows_present_and_the_figure_is_written(
+        tmp_path: Path) -> None:
+    """Windows of 5 whole seconds: before the second flow's start only one flow (no point);
+    equal rates 1.0; after flow 1 left (``after_leave``), no point again."""
+    from nuwa_lab.mix.plot import jain_over_time, plot_mix
+
+    result = {"flows": [
+        {"scheme": "nuwa", "start_s": 0.0, "share": 0.5, "switches": 2,
+         "switch_log": [[12.0, "sender"], [31.5, "receiver"], [None, "sender"]],
+         "throughput_bps_1s": [5e6] * 40},
+        {"scheme": "cubic", "start_s": 5.0, "share": 0.5, "switches": 0,
+         "throughput_bps_1s": [0] * 5 + [5e6] * 10 + [1e6] * 15 + [0] * 10}],
+        "after_leave": [{"i": 1, "scheme": "cubic", "leave_s": 30.0, "flows": []}]}
+    jt = jain_over_time(result)
+    assert [t for t, _ in jt] == [float(t) for t in range(10, 31)]
+    assert jt[0][1] == pytest.approx(1.0)
+    assert jt[-1][1] == pytest.approx(36 / (2 * 26))  # 5 and 1 Mbit/s
+    with pytest.raises(ValueError):
+        jain_over_time(result, 0)
+    png = plot_mix(result, tmp_path / "f" / "mix.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_switches_are_counted_per_peer_port(tmp_path: Path) -> None:
     (tmp_path / "server-nuwa.stderr").write_text(
-        "INFO controller switch peer_port=7000 session=a to=sender\n"
+        "INFO controller switch peer_port=7000 session=a to=sender t_us=5000000 "
+        "from_cc=nuwa_ceiling evidence={'samples': 60, 'min_ms': 51.0}\n"
         "INFO something else peer_port=7000\n"
         "INFO controller switch peer_port=7000 session=a to=receiver\n"
         "INFO controller switch peer_port=7002 session=b to=sender\n")
     assert switch_counts(tmp_path, ["nuwa", "cubic"], {"flows": []}) == {7000: 2, 7002: 1}
+    assert switch_logs(tmp_path, ["nuwa"])[7000] == [(5_000_000, "sender"), (None, "receiver")]
 
 
 def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -63,7 +127,15 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path:
     for argv, msg in ((["--flows", "nuwa,vegas", "--link-mbps", "10"], "unknown scheme"),
                       (["--flows", "nuwa,cubic", "--link-mbps", "10", "--start-gap-s", "30"],
                        "start-gap"),
-                      (["--flows", "nuwa", "--link-mbps", "50"], "over 20")):
+                      (["--flows", "nuwa", "--link-mbps", "50"], "over 20"),
+                      (["--flows", "nuwa,cubic", "--link-mbps", "10", "--stop-s", "0"],
+                       "1 values for 2 flows"),
+                      (["--flows", "nuwa,cubic", "--link-mbps", "10", "--start-gap-s", "5",
+                        "--stop-s", "0,4"], "flow 1 must stop after its start"),
+                      (["--flows", "nuwa,cubic", "--link-mbps", "10", "--stop-s", "0,x"],
+                       "not numbers"),
+                      (["--sim", "--flows", "nuwa,cubic", "--link-mbps", "10", "--stop-s",
+                        "0,10"], "end to end only")):
         with pytest.raises(SystemExit) as e:
             main([*argv, "--duration", "20", "--json", j])
         assert e.value.code == 2 and msg in capsys.readouterr().err
@@ -99,7 +171,8 @@ def test_the_worker_runs_a_nuwa_and_a_plain_flow(tmp_path: Path) -> None:
                 running_server(tmp_path / "b", cc="cubic") as cubic:
             a = argparse.Namespace(
                 cc="{}", flow_schemes="nuwa,cubic", flow_ports=f"{nuwa.port},{cubic.port}",
-                flow_starts="0,0.3", start_at=time.monotonic() + 0.5, duration=2.0)
+                flow_starts="0,0.3", flow_stops="0,1.5", start_at=time.monotonic() + 0.5,
+                duration=2.5)
             res = await MixWorker(a).run()
             return res, nuwa.context.recent_sessions(), cubic.context.recent_sessions()
 
@@ -112,6 +185,9 @@ def test_the_worker_runs_a_nuwa_and_a_plain_flow(tmp_path: Path) -> None:
     assert f0["errors"] == [] and f1["errors"] == []
     assert f0["receiver_bytes"] > 50_000 and f1["receiver_bytes"] > 50_000
     assert f1["connected_us"] - f0["connected_us"] > 200_000  # the start gap
+    # --stop-s: the Cubic flow left at 1.5 s of the run's 2.5, the Nuwa flow ran to the end
+    assert "stopped_us" not in f0
+    assert f1["stopped_us"] - res["start_us"] == pytest.approx(1.5e6, abs=0.2e6)
     assert f0["local_port"] != f1["local_port"]
     assert nuwa_sessions[0].grants.grants_accepted > 10
     assert cubic_sessions[0].grants.grants_accepted == 0

@@ -208,9 +208,10 @@ class DqnSwitchPolicy:
         return self.rule.switches
 
     def observe(self, now_us: int, window_bytes: int | None = None,
-                queuing_delay_us: int | None = None, echo_us: int | None = None) -> None:
+                queuing_delay_us: int | None = None, echo_us: int | None = None,
+                delivered_bytes: int | None = None) -> None:
         """As :meth:`.switch_policy.RuleSwitchPolicy.observe` (the rule keeps the samples)."""
-        self.rule.observe(now_us, window_bytes, queuing_delay_us, echo_us)
+        self.rule.observe(now_us, window_bytes, queuing_delay_us, echo_us, delivered_bytes)
 
     def _fall_back(self, reason: str) -> None:
         self.fallback_reason = reason

@@ -70,12 +70,28 @@ Rule (times µs; :class:`RuleConfig` holds the values):
   the window observations in the last Y at or below it. No samples (an outage) is no
   evidence: no switch.
 * sender → receiver (the competitor may have left; a loss-based controller fills the queue
-  itself, so the queue cannot tell): a probe back to receiver-driven after ``probe_us``
-  in sender-driven mode. If the condition holds again within ``2 × hold_us`` of the probe,
-  the probe failed and the next wait doubles (up to ``probe_max_us``); a probe that lasts
-  longer resets the wait to ``probe_us``. This is the hysteresis: at most one switch per
+  itself, so the queue's level alone cannot tell): a probe back to receiver-driven after
+  ``probe_us`` in sender-driven mode, or sooner on the evidence that the competitor left
+  (below). If the condition holds again within ``2 × hold_us`` of the probe, the probe
+  failed and the next wait doubles (up to ``probe_max_us``); a probe that lasts longer
+  resets the wait to ``probe_us``. This is the hysteresis: at most one switch per
   ``min_dwell_us``, and a competitor that stays costs one probe of about Y per
-  ``probe_max_us`` at most.
+  ``probe_max_us`` at most (an early probe is allowed only from ``wait − probe_us`` into
+  the stint, so failed early probes back off as the timed ones do).
+
+**The competitor left (session 15).** With only the timed probe, a flow that switched next to
+a download stayed sender-driven, filling the queue itself, for 20–80 s after the download
+ended (issue 18 asks for its delay back down within 5 s). A flow's window bounds the bytes it
+holds in the queue; by Little's law its delivery rate × RTT is those bytes. When the other
+flow's bytes leave the queue, our RTT falls and our rate rises at the same window (at 10
+Mbit/s next to Cubic: about 2× the rate at under half the queuing delay, within a second or
+two of the other flow's end). When our own window grows (Cubic regaining its share), the rate
+rises at the same queue. So the early probe wants both: the receiver's delivery rate (the
+rise of its grants' cumulative count) over the last two 1 s bins at least 1.5× the median bin
+of the stint before them, and the median queuing delay at most 0.75× the stint's
+(:meth:`RuleSwitchPolicy.competitor_left`). A capacity jump on a cellular link with the
+competitor still there looks the same (both flows' rates rise as the queue drains); such a
+probe fails within about Y and backs off like a timed one.
 
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
@@ -83,13 +99,27 @@ Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 
 from __future__ import annotations
 
+import statistics
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 ControlMode = Literal["receiver", "sender"]
 RECEIVER: ControlMode = "receiver"
 SENDER: ControlMode = "sender"
+
+_MAX_BINS = 600
+"""Delivery bins kept of a sender-driven stint (10 min at 1 s; older ones drop)."""
+
+
+@dataclass(slots=True)
+class _Bin:
+    """One ``leave_bin_us`` of a sender-driven stint: its index from the switch, the bytes
+    the receiver counted in it, and its fresh queuing-delay samples (µs)."""
+
+    index: int
+    delivered_bytes: int = 0
+    qd_us: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +149,14 @@ class RuleConfig:
         probe_us / probe_max_us: sender-driven time before a probe back, first and at most
             (each probe costs the flow about Y at a small window while a competitor stays;
             20 s gave Nuwa 40 % next to Cubic in the simulator where 10 s gave 31 %).
+        leave_rate_factor / leave_qd_factor: the early probe (module doc, "The competitor
+            left"): in sender-driven mode, the flow's delivery rate over the last
+            ``leave_recent_bins`` whole bins at least ``leave_rate_factor`` × the median bin
+            of the stint before them, while the median queuing delay fell to at most
+            ``leave_qd_factor`` × the stint's. None for ``leave_rate_factor``: no early probe.
+        leave_bin_us: the bin of the delivery-rate series, µs.
+        leave_recent_bins / leave_ref_bins: whole bins in the recent span; whole bins
+            needed before it (the stint's first bin, the switch's transient, never counts).
     """
 
     floor_window_bytes: int | None = None
@@ -132,6 +170,11 @@ class RuleConfig:
     min_dwell_us: int = 2_000_000
     probe_us: int = 20_000_000
     probe_max_us: int = 80_000_000
+    leave_rate_factor: float | None = 1.5
+    leave_qd_factor: float = 0.75
+    leave_bin_us: int = 1_000_000
+    leave_recent_bins: int = 2
+    leave_ref_bins: int = 3
 
     def validate(self) -> RuleConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -152,6 +195,14 @@ class RuleConfig:
         if not 0 < self.probe_us <= self.probe_max_us:
             raise ValueError(f"need 0 < probe_us <= probe_max_us, got {self.probe_us}, "
                              f"{self.probe_max_us}")
+        if self.leave_rate_factor is not None and not self.leave_rate_factor > 1:
+            raise ValueError(f"leave_rate_factor must be > 1 or None, got "
+                             f"{self.leave_rate_factor}")
+        if not 0 < self.leave_qd_factor <= 1:
+            raise ValueError(f"leave_qd_factor must be in (0, 1], got {self.leave_qd_factor}")
+        if self.leave_bin_us <= 0 or self.leave_recent_bins < 1 or self.leave_ref_bins < 1:
+            raise ValueError("leave_bin_us must be > 0, leave_recent_bins and leave_ref_bins "
+                             ">= 1")
         return self
 
 
@@ -173,26 +224,47 @@ class RuleSwitchPolicy:
         self._last_echo_us: int | None = None
         self.stale_samples = 0
         """Queuing-delay samples dropped because they echoed no newer frame (module doc)."""
+        self._bins: deque[_Bin] = deque()
+        """The sender-driven stint's delivery and fresh queuing delay per ``leave_bin_us``."""
+        self.early_probes = 0
+        """Probes back to receiver-driven taken on the competitor-left evidence."""
+        self._leave: dict[str, float] = {}
 
     def observe(self, now_us: int, window_bytes: int | None = None,
-                queuing_delay_us: int | None = None, echo_us: int | None = None) -> None:
+                queuing_delay_us: int | None = None, echo_us: int | None = None,
+                delivered_bytes: int | None = None) -> None:
         """A granted window (bytes) and/or a queuing-delay sample (µs) at ``now_us``.
 
         ``echo_us``: the send stamp of the frame the sample was measured on (the grant's
         ``echo_send_time_us``, PROTOCOL.md "Grants"). When given, a sample whose echo is not
         newer than the last counted sample's is the same frame measured again (the page
         grants on through an outage): it is dropped and counted in ``stale_samples``
-        (module doc: why). None: every sample counts (a caller without echoes)."""
+        (module doc: why). None: every sample counts (a caller without echoes).
+        ``delivered_bytes``: bytes the receiver counted since its previous grant (the rise
+        of the grants' ``cum_received_bytes``, PROTOCOL.md "Grants"); in sender-driven mode
+        they make the delivery-rate series of the early probe (module doc)."""
         if window_bytes is not None:
             self._windows.append((now_us, window_bytes))
+        fresh_qd: int | None = None
         if queuing_delay_us is not None:
             if echo_us is not None and self._last_echo_us is not None and (
                     echo_us <= self._last_echo_us):
                 self.stale_samples += 1
             else:
                 self._qd.append((now_us, queuing_delay_us, echo_us))
+                fresh_qd = queuing_delay_us
                 if echo_us is not None:
                     self._last_echo_us = echo_us
+        if self.mode == SENDER and (delivered_bytes or fresh_qd is not None):
+            index = (now_us - self.since_us) // self.config.leave_bin_us
+            if not self._bins or self._bins[-1].index != index:
+                self._bins.append(_Bin(index))
+                while len(self._bins) > _MAX_BINS:
+                    self._bins.popleft()
+            b = self._bins[-1]
+            b.delivered_bytes += max(0, delivered_bytes or 0)
+            if fresh_qd is not None:
+                b.qd_us.append(fresh_qd)
         edge = now_us - self.config.hold_us
         while self._windows and self._windows[0][0] < edge:
             self._windows.popleft()
@@ -248,12 +320,45 @@ class RuleSwitchPolicy:
     def evidence(self) -> dict[str, float | int]:
         """The rule's view of the last Y (as of the last call) for a log line: fresh samples,
         their least and largest queuing delay (ms), the share of their read time their send
-        times explain (:meth:`standing`), and the stale samples so far."""
+        times explain (:meth:`standing`), the stale samples so far, and on a probe back
+        whether it was early (``early_probe``) with the rate and queuing-delay ratios of
+        :meth:`competitor_left` when they were computed."""
         qd = [q for _, q, _ in self._qd]
         return {"samples": len(qd), "min_ms": min(qd, default=0) / 1000,
                 "max_ms": max(qd, default=0) / 1000,
                 "send_share": round(self._send_share(), 3),
-                "stale_samples": self.stale_samples}
+                "stale_samples": self.stale_samples, **self._leave}
+
+    def competitor_left(self, now_us: int) -> bool:
+        """The early probe's evidence (module doc, "The competitor left"): in sender-driven
+        mode, over the last ``leave_recent_bins`` whole bins of the stint, the delivery rate
+        is at least ``leave_rate_factor`` × the median of the whole bins before them (the
+        stint's first bin excluded; at least ``leave_ref_bins`` of them) and the median
+        fresh queuing delay at most ``leave_qd_factor`` × theirs. Our window bounds what we
+        hold in the queue, so by Little's law (rate × RTT = bytes in flight) our rate rises
+        at the same window only when the RTT falls: someone else's bytes left the queue.
+        Our own window growing (Cubic regaining a share) raises the rate at the same queue,
+        which this does not take for a leave."""
+        c = self.config
+        self._leave = {}
+        if self.mode != SENDER or c.leave_rate_factor is None:
+            return False
+        current = (now_us - self.since_us) // c.leave_bin_us
+        whole = [b for b in self._bins if 1 <= b.index < current]
+        recent = [b for b in whole if b.index >= current - c.leave_recent_bins]
+        ref = [b for b in whole if b.index < current - c.leave_recent_bins]
+        if len(recent) < c.leave_recent_bins or len(ref) < c.leave_ref_bins:
+            return False
+        ref_rate = statistics.median(b.delivered_bytes for b in ref)
+        recent_rate = sum(b.delivered_bytes for b in recent) / len(recent)
+        ref_qd = [q for b in ref for q in b.qd_us]
+        recent_qd = [q for b in recent for q in b.qd_us]
+        if ref_rate <= 0 or not ref_qd or not recent_qd:
+            return False
+        rate_ratio = recent_rate / ref_rate
+        qd_ratio = statistics.median(recent_qd) / max(1.0, statistics.median(ref_qd))
+        self._leave = {"rate_ratio": round(rate_ratio, 3), "qd_ratio": round(qd_ratio, 3)}
+        return rate_ratio >= c.leave_rate_factor and qd_ratio <= c.leave_qd_factor
 
     def _covers_hold(self, now_us: int) -> bool:
         """The fresh samples of the last Y leave no gap longer than max(``max_gap_us``,
@@ -281,7 +386,16 @@ class RuleSwitchPolicy:
             if in_mode >= c.hold_us and self.competitor_evidence(now_us):
                 return SENDER
             return None
-        return RECEIVER if in_mode >= self._probe_wait_us else None
+        if in_mode >= self._probe_wait_us:
+            self._leave = {"early_probe": 0}
+            return RECEIVER
+        # the early probe, as rate-limited as the timed one: a failed probe doubles the wait,
+        # and the evidence then counts only from (wait − probe_us) into the stint
+        if in_mode >= self._probe_wait_us - c.probe_us and self.competitor_left(now_us):
+            self.early_probes += 1
+            self._leave["early_probe"] = 1
+            return RECEIVER
+        return None
 
     def switched(self, now_us: int, mode: ControlMode) -> None:
         """The caller moved the flow to ``mode`` at ``now_us``; updates the probe backoff."""
@@ -301,6 +415,8 @@ class RuleSwitchPolicy:
         self.switches += 1
         self._windows.clear()
         self._qd.clear()
+        self._bins.clear()
+        self._leave = {}
 
     @property
     def _probe_span_us(self) -> int:

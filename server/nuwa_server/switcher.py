@@ -12,7 +12,8 @@ policy (:mod:`.switch_policy`) and the controller swap (:mod:`.cc.switching`).
 A switch swaps the controller in ``SessionConfig.switch_mode`` (unrestricted by default:
 the Cubic ceiling is a Cubic, so its W_max, epoch and window carry over exactly) and flips
 ``enforce`` on every open session of the connection (one controller per connection). The
-server logs each switch as ``controller switch peer_port=P session=... from=... to=...``
+server logs each switch as ``controller switch peer_port=P session=... to=MODE t_us=T ...``
+(T on the server's CLOCK_MONOTONIC, as frames are stamped)
 (``./nuwa mix`` counts those lines).
 
 Sans-I/O apart from the aioquic objects it is handed: the caller passes ``now_us``.
@@ -81,6 +82,8 @@ class ConnectionSwitcher:
         self.policy = make_policy(config, now_us)
         self.records: list[SwitchRecord] = []
         self._next_poll_us = now_us
+        self._cum_bytes: dict[str, int] = {}
+        """Each session's last accepted ``cum_received_bytes`` (the policy's delivery)."""
 
     @property
     def mode(self) -> ControlMode:
@@ -88,16 +91,20 @@ class ConnectionSwitcher:
         return self.policy.mode
 
     def on_grant(self, session: NuwaSession, decision: GrantDecision, now_us: int) -> None:
-        """An accepted grant: its window and the queuing delay its echo shows (RTT sample
-        − the session's min RTT, µs) go to the policy, with the echoed frame's stamp (a
-        grant that echoes no newer frame adds no sample: ``switch_policy`` module doc)."""
+        """An accepted grant: its window, the queuing delay its echo shows (RTT sample
+        − the session's min RTT, µs) with the echoed frame's stamp (a grant that echoes no
+        newer frame adds no sample: ``switch_policy`` module doc), and the bytes the
+        receiver counted since the session's previous grant go to the policy."""
         if not decision.accepted:
             return
         qd = echo = None
         if decision.rtt_us is not None and session.rtt_min_us is not None:
             qd = decision.rtt_us - session.rtt_min_us
             echo = decision.grant.echo_send_time_us if decision.grant is not None else None
-        self.policy.observe(now_us, decision.window_bytes, qd, echo)
+        last = self._cum_bytes.get(session.name)
+        self._cum_bytes[session.name] = decision.cum_received_bytes
+        delivered = None if last is None else max(0, decision.cum_received_bytes - last)
+        self.policy.observe(now_us, decision.window_bytes, qd, echo, delivered)
 
     def poll(self, loss: QuicPacketRecovery, sessions: list[NuwaSession], now_us: int,
              peer_port: int | None) -> SwitchRecord | None:
@@ -121,8 +128,9 @@ class ConnectionSwitcher:
                         to_cc=record.to_cc, switch_mode=record.mode,
                         cwnd_bytes=record.congestion_window_bytes,
                         bytes_in_flight=record.bytes_in_flight, evidence=evidence)
-        logger.info("controller switch peer_port=%s session=%s to=%s from_cc=%s to_cc=%s "
-                    "mode=%s cwnd=%d evidence=%s", peer_port, sessions[0].name, target,
+        logger.info("controller switch peer_port=%s session=%s to=%s t_us=%d from_cc=%s "
+                    "to_cc=%s mode=%s cwnd=%d evidence=%s", peer_port, sessions[0].name,
+                    target, now_us,
                     record.from_cc, record.to_cc, record.mode, record.congestion_window_bytes,
                     evidence)
         return record

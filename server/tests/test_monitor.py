@@ -231,7 +231,7 @@ def test_the_switcher_passes_the_grants_echo() -> None:
     from nuwa_server.switcher import ConnectionSwitcher
 
     sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), 0)
-    session = SimpleNamespace(rtt_min_us=50 * MS)
+    session = SimpleNamespace(rtt_min_us=50 * MS, name="s")
     for k in range(100, 200):  # 5 s of grants, 5-10 s, all echoing the frame sent at 4.9 s
         t = k * 50 * MS
         g = Grant(k, t, 0, 1200, 4_900 * MS, 0)
@@ -292,11 +292,106 @@ def test_probes_back_with_backoff_and_stays_when_the_competitor_left() -> None:
     assert run_policy(p3, t3 + 60 * S, t3 + 90 * S, window=60_000, qd_us=400 * MS) == []
 
 
+def feed_sender(p: RuleSwitchPolicy, t0: int, t1: int, rate_bps: float, qd_us: int,
+                 window: int = 60_000, step: int = 50 * MS,
+                 evidence: list[dict] | None = None) -> list[tuple[int, str]]:
+    """Grants every ``step`` as a sender-driven flow sees them: fresh echoes, the bytes
+    delivered at ``rate_bps`` since the last grant, one queuing delay; acts on decisions
+    (the policy's evidence at each, as the switcher logs it, into ``evidence``)."""
+    out = []
+    for t in range(t0, t1, step):
+        p.observe(t, window, qd_us, echo_us=t - qd_us, delivered_bytes=int(rate_bps * step / 8e6))
+        d = p.decide(t)
+        if d is not None:
+            if evidence is not None:
+                evidence.append(p.evidence())
+            p.switched(t, d)
+            out.append((t, d))
+    return out
+
+
+def test_the_competitor_leaving_brings_the_probe_early() -> None:
+    """Sender-driven at 5 Mbit/s behind a 1 s queue; the other flow leaves at 10 s: our rate
+    doubles and the queue falls to 450 ms at the same window. The probe comes once the last
+    two whole 1 s bins show it (11–12 s), not at the timed 20 s."""
+    p = RuleSwitchPolicy(0, mode=SENDER)
+    assert feed_sender(p, 0, 10 * S, 5e6, 1000 * MS) == []
+    evidence: list[dict] = []
+    sw = feed_sender(p, 10 * S, 14 * S, 10e6, 450 * MS, evidence=evidence)
+    assert [m for _, m in sw] == [RECEIVER]
+    assert 11 * S <= sw[0][0] <= 12 * S + 100 * MS
+    assert p.early_probes == 1
+    (ev,) = evidence
+    assert ev["early_probe"] == 1 and ev["rate_ratio"] >= 1.5 and ev["qd_ratio"] <= 0.75
+
+
+def test_our_own_window_growing_is_not_a_leave_and_an_outage_gives_nothing() -> None:
+    """The rate doubles at the same queue (our Cubic regaining its share): no early probe,
+    the timed one at 20 s. An outage (no grants, then a trickle) gives no bins: nothing."""
+    p = RuleSwitchPolicy(0, mode=SENDER)
+    sw = feed_sender(p, 0, 10 * S, 2.5e6, 1000 * MS) + feed_sender(p, 10 * S, 21 * S, 5e6,
+                                                                     1000 * MS)
+    assert [t for t, _ in sw] == [20 * S] and p.early_probes == 0
+    assert "early_probe" not in p.evidence()  # cleared by the switch
+    p2 = RuleSwitchPolicy(0, mode=SENDER)
+    assert feed_sender(p2, 0, 8 * S, 5e6, 1000 * MS) == []
+    assert feed_sender(p2, 14 * S, 19 * S, 5e6, 100 * MS, step=1000 * MS) == []
+    assert p2.early_probes == 0 and p2.mode == SENDER
+
+
+def test_a_failed_early_probe_backs_off_like_a_timed_one() -> None:
+    """A capacity jump with the competitor still there looks like a leave: the early probe
+    fails (the queue stands again within Y), the wait doubles to 40 s, and the same
+    evidence in the next stint counts only from 20 s into it."""
+    p = RuleSwitchPolicy(0, mode=SENDER)
+    feed_sender(p, 0, 10 * S, 5e6, 1000 * MS)
+    sw = feed_sender(p, 10 * S, 13 * S, 10e6, 450 * MS)
+    assert [m for _, m in sw] == [RECEIVER]
+    t = sw[0][0]
+    while p.mode == RECEIVER and t < sw[0][0] + 6 * S:  # the competitor's queue stands again
+        t += 50 * MS
+        p.observe(t, 1200, 400 * MS)
+        if (d := p.decide(t)) is not None:
+            p.switched(t, d)
+    assert p.mode == SENDER and p.probe_wait_us == 40 * S
+    t1, stint = t + 50 * MS, p.since_us
+    assert feed_sender(p, t1, t1 + 10 * S, 5e6, 1000 * MS) == []
+    sw2 = feed_sender(p, t1 + 10 * S, t1 + 21 * S, 10e6, 450 * MS)
+    assert [m for _, m in sw2] == [RECEIVER]
+    assert stint + 20 * S <= sw2[0][0] <= stint + 20 * S + 100 * MS
+    assert p.early_probes == 2
+
+
+def test_the_switcher_passes_the_bytes_the_receiver_counted() -> None:
+    """ConnectionSwitcher.on_grant: the rise of a session's cum_received_bytes between its
+    grants is the policy's delivery (the first grant only sets the mark)."""
+    from types import SimpleNamespace
+
+    from nuwa_server.config import SessionConfig
+    from nuwa_server.grants import GrantDecision
+    from nuwa_server.protocol import Grant
+    from nuwa_server.switcher import ConnectionSwitcher
+
+    sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), 0)
+    seen: list[int | None] = []
+    sw.policy.observe = lambda *a, **k: seen.append(a[4])  # type: ignore[method-assign]
+    for name in ("a", "b"):
+        session = SimpleNamespace(rtt_min_us=50 * MS, name=name)
+        for k, cum in enumerate((1000, 5000, 5000, 9000)):
+            g = Grant(k, k * MS, cum, 60_000, 0, 0)
+            sw.on_grant(session, GrantDecision(True, "ok", g, 60_000, cum, None), k * MS)  # type: ignore[arg-type]
+    assert seen == [None, 4000, 0, 4000] * 2
+
+
 def test_bad_rule_config() -> None:
     with pytest.raises(ValueError, match="probe"):
         RuleConfig(probe_us=10, probe_max_us=5).validate()
     with pytest.raises(ValueError, match="floor_share"):
         RuleConfig(floor_share=0).validate()
+    with pytest.raises(ValueError, match="leave_rate_factor"):
+        RuleConfig(leave_rate_factor=1.0).validate()
+    with pytest.raises(ValueError, match="leave_qd_factor"):
+        RuleConfig(leave_qd_factor=0).validate()
 
 
 def test_the_server_context_monitors_every_open_session(caplog: pytest.LogCaptureFixture) -> None:

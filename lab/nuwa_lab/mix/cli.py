@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated schemes, one per flow, in start order "
                    "(nuwa, nuwa_bbr, cubic, reno, bbr)")
     p.add_argument("--start-gap-s", type=float, default=0.0, help="flow i starts at i × this, s")
+    p.add_argument("--stop-s", default=None,
+                   help="comma-separated stop time per flow, s from the run's start (0: the "
+                   "run's end), e.g. 0,30: the second flow leaves at 30 s; the JSON's "
+                   "after_leave then gives the others' queuing delay after it (end to end only)")
     p.add_argument("--switch", choices=SWITCH_MODES, default="none",
                    help="controller switching for the Nuwa flows (default none)")
     p.add_argument("--switch-model", default=None,
@@ -46,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, required=True, help="run length, s")
     p.add_argument("--json", required=True, help="write the result here")
     p.add_argument("--out", default="out/mix", help="run directory (logs) (default out/mix)")
+    p.add_argument("--plot", default=None,
+                   help="the figure (PNG): throughput per flow over time with the switches "
+                   "marked, Jain's index over time (default: the --json path with .png)")
     p.add_argument("--sim", action="store_true",
                    help="the sender-side simulator instead of the emulator (simulated time)")
     p.add_argument("--seed", type=int, default=1, help="--sim: seed of the start jitter")
@@ -56,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow-schemes", help=argparse.SUPPRESS)
     p.add_argument("--flow-ports", help=argparse.SUPPRESS)
     p.add_argument("--flow-starts", help=argparse.SUPPRESS)
+    p.add_argument("--flow-stops", help=argparse.SUPPRESS)
     return p
 
 
@@ -79,6 +87,20 @@ def validate(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error(f"--duration must be in (0, 3600] s, got {a.duration}")
     if a.start_gap_s < 0 or (len(a.flow_list) - 1) * a.start_gap_s >= a.duration:
         p.error("--start-gap-s must be >= 0 and start every flow before --duration")
+    a.stop_list = [0.0] * len(a.flow_list)
+    if a.stop_s is not None:
+        if a.sim:
+            p.error("--stop-s: end to end only (the simulator runs every flow to the end)")
+        try:
+            a.stop_list = [float(x) if x.strip() else 0.0 for x in a.stop_s.split(",")]
+        except ValueError:
+            p.error(f"--stop-s: not numbers: {a.stop_s!r}")
+        if len(a.stop_list) != len(a.flow_list):
+            p.error(f"--stop-s: {len(a.stop_list)} values for {len(a.flow_list)} flows")
+        for i, stop in enumerate(a.stop_list):
+            if stop != 0 and not (i * a.start_gap_s < stop < a.duration):
+                p.error(f"--stop-s: flow {i} must stop after its start ({i * a.start_gap_s:g} "
+                        f"s) and before --duration, or be 0; got {stop:g}")
     if a.link_mbps is not None and not (0 < a.link_mbps):
         p.error(f"--link-mbps must be > 0, got {a.link_mbps}")
     if a.queue_packets < 1:
@@ -139,10 +161,23 @@ def main(argv: list[str] | None = None) -> int:
     result["wall_s"] = round(time.monotonic() - t0, 1)
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)
     Path(a.json).write_text(json.dumps(result, indent=1, default=str) + "\n")
+    from .plot import plot_mix
+
+    try:
+        figure = plot_mix(result, Path(a.plot) if a.plot else Path(a.json).with_suffix(".png"))
+    except (OSError, ValueError) as e:  # the JSON is written; the figure is extra
+        print(f"mix: no figure: {e}", file=sys.stderr)
+    else:
+        print(f"figure: {figure}")
     for i, f in enumerate(result["flows"]):
         print(f"flow {i} {f['scheme']}: {f['goodput_bps'] / 1e6:.2f} Mbit/s, share "
               f"{f['share']:.2f}, p95 queuing {f['queuing_delay_ms']['p95']} ms, starved "
               f"{f['starved_s']} s, switches {f.get('switches', 0)}")
+    for left in result.get("after_leave", []):
+        print(f"flow {left['i']} {left['scheme']} left at {left['leave_s']} s: " + "; ".join(
+            f"flow {o['i']} {o['scheme']} p95 queuing {o['p95_ms_first_5s']} ms in the 5 s "
+            f"after, {o['p95_ms_after_5s']} ms from then ({o['after_5s_s']} s)"
+            for o in left["flows"]))
     emu = result.get("emulator") or {}
     print(f"utilization {result['utilization']:.3f}, Jain {result['jain_index']:.3f} "
           f"(last 20 s), {result['mode']}"

@@ -4,7 +4,8 @@ aioquic, decisions by the real TypeScript controller through the Node bridge,
 client that asks for a bulk body and reads it (the server's controller alone decides).
 
 Flow ``i`` connects at ``start_at + starts_s[i]`` to ``ports[i]`` (the emulator's listen
-port of its scheme's server), downloads until ``start_at + duration`` and reports its local
+port of its scheme's server), downloads until ``start_at + duration`` (or its own stop,
+``--stop-s``, when it closes its connection and records ``stopped_us``) and reports its local
 UDP port (how the emulator's per-flow log names it), its connect time and its errors.
 """
 
@@ -52,6 +53,9 @@ class MixWorker(Worker):
         self.schemes: list[str] = a.flow_schemes.split(",")
         self.ports = [int(p) for p in a.flow_ports.split(",")]
         self.starts_s = [float(s) for s in a.flow_starts.split(",")]
+        stops = getattr(a, "flow_stops", None)
+        self.stops_s = ([float(s) for s in stops.split(",")] if stops
+                        else [0.0] * len(self.schemes))
         self.flows: dict[int, dict[str, Any]] = {}
         self._held: list[Any] = []
         self._config = QuicConfiguration(
@@ -104,7 +108,19 @@ class MixWorker(Worker):
         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
             info["errors"].append(f"start: {exc!r}")
             return
-        await asyncio.sleep(max(0.0, stop_at - time.monotonic()))
+        own_stop = start_at + self.stops_s[i] if self.stops_s[i] > 0 else stop_at
+        await asyncio.sleep(max(0.0, min(own_stop, stop_at) - time.monotonic()))
+        if own_stop < stop_at:  # this flow leaves early (--stop-s): close it now
+            info["stopped_us"] = now_us()
+            if nuwa:
+                self.receivers.pop(i, None)
+                with contextlib.suppress(Exception):
+                    await self.bridge.call({"o": "close", "id": i, "t": now_us()})
+            r = info.pop("receiver")
+            info["receiver_bytes"] = r.stats.frame_bytes
+            info["errors"] += r.stats.errors
+            r.close()
+            await asyncio.sleep(max(0.0, stop_at - time.monotonic()))
 
     async def run(self) -> dict[str, Any]:
         """Run every flow from its start to the common end; report (module doc)."""

@@ -13,7 +13,9 @@ Definitions (window [a, b) in ms; a flow's own window starts at its start time):
   below ``STARVE_FRACTION`` × its fair share, the bin's trace capacity ÷ the flows started by
   the bin's start (the flow's first bin, partial, is not scored).
 * ``jain_index``: Jain, Chiu & Hawe 1984 (Eq. 1) over the flows' goodputs over the fairness
-  window, the last ``FAIR_WINDOW_S`` s (each flow from max(window start, its start)).
+  window, the last ``FAIR_WINDOW_S`` s (each flow from max(window start, its start)); in a
+  run where a flow leaves early (``./nuwa mix --stop-s``), the last ``FAIR_WINDOW_S`` s
+  before the first leave, and a flow's goodput and starvation count its life only.
 * ``utilization``: bytes that left the bottleneck ÷ the trace's capacity (1504 bytes per
   opportunity) over the measured window [first start + warm-up, end), as
   ``bulk_metrics.py``'s utilization (which leaves out a 2 s warm-up).
@@ -78,12 +80,19 @@ def bytes_per_s(truth: FlowTruth, n_bins: int) -> list[int]:
 
 
 def starved_seconds(start_ms: float, truth: FlowTruth, cap_bins: Sequence[int],
-                    starts_ms: Sequence[float]) -> int:
-    """Seconds in runs of > STARVE_MIN_S starving bins (module doc)."""
+                    starts_ms: Sequence[float], end_ms: float | None = None,
+                    ends_ms: Sequence[float] | None = None) -> int:
+    """Seconds in runs of > STARVE_MIN_S starving bins (module doc) of the flow's life
+    [``start_ms``, ``end_ms``) (default: to the last bin); a bin's fair share divides its
+    capacity among the flows present in it (started, and not ended before its end: ``ends_ms``,
+    default none ends)."""
     mine = bytes_per_s(truth, len(cap_bins))
     total = run = 0
-    for k in range(math.ceil(start_ms / 1000), len(cap_bins)):
-        active = sum(1 for s in starts_ms if s <= k * 1000)
+    last = len(cap_bins) if end_ms is None else min(len(cap_bins), math.floor(end_ms / 1000))
+    ends = [math.inf] * len(starts_ms) if ends_ms is None else ends_ms
+    for k in range(math.ceil(start_ms / 1000), last):
+        active = max(1, sum(1 for s, e in zip(starts_ms, ends, strict=True)
+                            if s <= k * 1000 and e >= (k + 1) * 1000))
         if cap_bins[k] > 0 and mine[k] < STARVE_FRACTION * cap_bins[k] / active:
             run += 1
             continue
@@ -95,18 +104,25 @@ def starved_seconds(start_ms: float, truth: FlowTruth, cap_bins: Sequence[int],
 def summarize(schemes: Sequence[str], starts_ms: Sequence[float],
               delivered: Sequence[tuple[Sequence[float], Sequence[int]]],
               truth: Sequence[FlowTruth], trace: Trace, end_ms: int,
-              from_ms: float | None = None) -> dict[str, Any]:
+              from_ms: float | None = None,
+              ends_ms: Sequence[float | None] | None = None) -> dict[str, Any]:
     """The result dict of a run (module doc): ``flows[]``, ``jain_index``, ``utilization``,
     ``queuing_delay_ms`` over all packets. ``delivered[i]``: flow i's (arrival ms, payload
     bytes) per new frame; ``truth[i]``: the bottleneck's view of flow i. ``from_ms``: where
-    utilization and queuing delay start (default: the first flow's start)."""
+    utilization and queuing delay start (default: the first flow's start). ``ends_ms[i]``:
+    when flow i left, if before ``end_ms`` (None: it ran to the end); its goodput and
+    starvation then count its life only, and the fairness window (Jain, shares) is the last
+    ``FAIR_WINDOW_S`` before the first leave, while every flow was there."""
     first = min(starts_ms) if from_ms is None else from_ms
-    fair_from = max(0.0, end_ms - FAIR_WINDOW_S * 1000)
+    ends = [end_ms if e is None else min(float(end_ms), e)
+            for e in (ends_ms or [None] * len(starts_ms))]
+    fair_end = min(ends)
+    fair_from = max(0.0, fair_end - FAIR_WINDOW_S * 1000)
     fair_bps = []
     for (ts, bs), s in zip(delivered, starts_ms, strict=True):
         a = max(fair_from, s)
-        fair_bps.append(_sum_between(ts, bs, a, end_ms) * 8000 / max(1.0, end_ms - a))
-    fair_total = sum(_sum_between(ts, bs, fair_from, end_ms) for ts, bs in delivered)
+        fair_bps.append(_sum_between(ts, bs, a, fair_end) * 8000 / max(1.0, fair_end - a))
+    fair_total = sum(_sum_between(ts, bs, fair_from, fair_end) for ts, bs in delivered)
     cap = capacity_bins(trace, end_ms)
     flows = []
     all_qd: list[float] = []
@@ -116,14 +132,16 @@ def summarize(schemes: Sequence[str], starts_ms: Sequence[float],
         qd = [q for t, q in zip(tr.depart_ms, tr.queue_delay_ms, strict=True)
               if first <= t - q < end_ms]
         all_qd += qd
-        life_ms = max(1.0, end_ms - starts_ms[i])
+        life_ms = max(1.0, ends[i] - starts_ms[i])
         flows.append({
             "scheme": scheme,
             "start_s": starts_ms[i] / 1000,
-            "goodput_bps": _sum_between(ts, bs, starts_ms[i], end_ms) * 8000 / life_ms,
-            "share": _sum_between(ts, bs, fair_from, end_ms) / fair_total if fair_total else 0.0,
+            "end_s": ends[i] / 1000,
+            "goodput_bps": _sum_between(ts, bs, starts_ms[i], ends[i]) * 8000 / life_ms,
+            "share": (_sum_between(ts, bs, fair_from, fair_end) / fair_total if fair_total
+                      else 0.0),
             "queuing_delay_ms": _qd(qd),
-            "starved_s": starved_seconds(starts_ms[i], tr, cap, starts_ms),
+            "starved_s": starved_seconds(starts_ms[i], tr, cap, starts_ms, ends[i], ends),
             "sent_packets": tr.sent_packets,
             "dropped_packets": tr.dropped_packets,
             "loss_rate": tr.dropped_packets / max(1, tr.sent_packets),

@@ -96,6 +96,7 @@ class NuwaSender(QuicSender):
         self.policy = (make_policy(self.switch_config, int(start_ms * 1000), f"flow {flow}")
                        if switch != "none" else None)
         self._rtt_min_us: int | None = None
+        self._last_cum_bytes: int | None = None
         self._next_poll_us = 0
         self.switch_log: list[tuple[float, str]] = []
 
@@ -140,11 +141,14 @@ class NuwaSender(QuicSender):
         decision = self.grants.on_grant(Grant(self._grant_seq, receiver_us, cum_bytes,
                                               window_bytes, echo_us, hold_us), t_us)
         if self.policy is not None:
-            self._switch_step(decision.window_bytes, decision.rtt_us, t_us, echo_us)
+            delivered = (None if self._last_cum_bytes is None
+                         else max(0, decision.cum_received_bytes - self._last_cum_bytes))
+            self._last_cum_bytes = decision.cum_received_bytes
+            self._switch_step(decision.window_bytes, decision.rtt_us, t_us, echo_us, delivered)
         self.try_send()
 
     def _switch_step(self, window_bytes: int, rtt_us: int | None, t_us: int,
-                     echo_us: int | None = None) -> None:
+                     echo_us: int | None = None, delivered_bytes: int | None = None) -> None:
         """ConnectionSwitcher.on_grant then .poll (every POLL_INTERVAL_US), in sim time."""
         assert self.policy is not None
         qd = None
@@ -152,7 +156,8 @@ class NuwaSender(QuicSender):
             self._rtt_min_us = rtt_us if self._rtt_min_us is None else min(self._rtt_min_us,
                                                                             rtt_us)
             qd = rtt_us - self._rtt_min_us
-        self.policy.observe(t_us, window_bytes, qd, echo_us if qd is not None else None)
+        self.policy.observe(t_us, window_bytes, qd, echo_us if qd is not None else None,
+                            delivered_bytes)
         if t_us < self._next_poll_us:
             return
         self._next_poll_us = t_us + POLL_INTERVAL_US
