@@ -75,9 +75,10 @@ Rule (times µs; :class:`RuleConfig` holds the values):
   (below). If the condition holds again within ``2 × hold_us`` of the probe, the probe
   failed and the next wait doubles (up to ``probe_max_us``); a probe that lasts longer
   resets the wait to ``probe_us``. This is the hysteresis: at most one switch per
-  ``min_dwell_us``, and a competitor that stays costs one probe of about Y per
-  ``probe_max_us`` at most (an early probe is allowed only from ``wait − probe_us`` into
-  the stint, so failed early probes back off as the timed ones do).
+  ``min_dwell_us``, and a competitor that stays costs one timed probe of about Y per
+  ``probe_max_us`` at most, and early probes (below) back off on their own: after a failed
+  one, none for ``leave_backoff_us`` (10 s), doubling with each failure up to
+  ``probe_max_us``, reset by a probe that held.
 
 **The competitor left (session 15).** With only the timed probe, a flow that switched next to
 a download stayed sender-driven, filling the queue itself, for 20–80 s after the download
@@ -90,8 +91,13 @@ rises at the same queue. So the early probe wants both: the receiver's delivery 
 rise of its grants' cumulative count) over the last two 1 s bins at least 1.5× the median bin
 of the stint before them, and the median queuing delay at most 0.75× the stint's
 (:meth:`RuleSwitchPolicy.competitor_left`). A capacity jump on a cellular link with the
-competitor still there looks the same (both flows' rates rise as the queue drains); such a
-probe fails within about Y and backs off like a timed one.
+competitor still there looks the same: by the same law it cannot look different, since both
+give us more of the link at the same window; only the probe tells (alone, Nuwa drains the
+queue; next to a buffer filler the standing queue is back within Y). So early probes have their
+own backoff, and not the timed probe's: measured end to end (10 Mbit/s, Cubic leaving at 35 s
+of 60), a timed probe that had failed at 20 s doubled the wait, and gating the early probe on
+that wait put the leave out of reach for the rest of the run (p95 1,004 ms after it; on Verizon
+LTE a capacity jump had set off an early probe at 13 s, same outcome, 1,809 ms).
 
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
@@ -154,6 +160,9 @@ class RuleConfig:
             ``leave_recent_bins`` whole bins at least ``leave_rate_factor`` × the median bin
             of the stint before them, while the median queuing delay fell to at most
             ``leave_qd_factor`` × the stint's. None for ``leave_rate_factor``: no early probe.
+        leave_backoff_us: after an early probe failed, no early probe for this long, µs;
+            doubled by each further failure (up to ``probe_max_us``), reset by a probe that
+            held (module doc: why its own backoff).
         leave_bin_us: the bin of the delivery-rate series, µs.
         leave_recent_bins / leave_ref_bins: whole bins in the recent span; whole bins
             needed before it (the stint's first bin, the switch's transient, never counts).
@@ -172,6 +181,7 @@ class RuleConfig:
     probe_max_us: int = 80_000_000
     leave_rate_factor: float | None = 1.5
     leave_qd_factor: float = 0.75
+    leave_backoff_us: int = 10_000_000
     leave_bin_us: int = 1_000_000
     leave_recent_bins: int = 2
     leave_ref_bins: int = 3
@@ -200,6 +210,8 @@ class RuleConfig:
                              f"{self.leave_rate_factor}")
         if not 0 < self.leave_qd_factor <= 1:
             raise ValueError(f"leave_qd_factor must be in (0, 1], got {self.leave_qd_factor}")
+        if self.leave_backoff_us <= 0:
+            raise ValueError(f"leave_backoff_us must be > 0, got {self.leave_backoff_us}")
         if self.leave_bin_us <= 0 or self.leave_recent_bins < 1 or self.leave_ref_bins < 1:
             raise ValueError("leave_bin_us must be > 0, leave_recent_bins and leave_ref_bins "
                              ">= 1")
@@ -228,6 +240,10 @@ class RuleSwitchPolicy:
         """The sender-driven stint's delivery and fresh queuing delay per ``leave_bin_us``."""
         self.early_probes = 0
         """Probes back to receiver-driven taken on the competitor-left evidence."""
+        self._early_wait_us = self.config.leave_backoff_us
+        self._early_not_before_us: int | None = None
+        self._deciding_early = False
+        self._probe_is_early = False
         self._leave: dict[str, float] = {}
 
     def observe(self, now_us: int, window_bytes: int | None = None,
@@ -380,6 +396,7 @@ class RuleSwitchPolicy:
             # the probe held: the competitor left; back to the first detection's rule
             self._probing_since_us = None
             self._probe_wait_us = c.probe_us
+            self._early_wait_us = c.leave_backoff_us
         if in_mode < c.min_dwell_us:
             return None
         if self.mode == RECEIVER:
@@ -388,12 +405,14 @@ class RuleSwitchPolicy:
             return None
         if in_mode >= self._probe_wait_us:
             self._leave = {"early_probe": 0}
+            self._deciding_early = False
             return RECEIVER
-        # the early probe, as rate-limited as the timed one: a failed probe doubles the wait,
-        # and the evidence then counts only from (wait − probe_us) into the stint
-        if in_mode >= self._probe_wait_us - c.probe_us and self.competitor_left(now_us):
+        # the early probe, with its own backoff after a failed one (module doc)
+        if (self._early_not_before_us is None or now_us >= self._early_not_before_us) and (
+                self.competitor_left(now_us)):
             self.early_probes += 1
             self._leave["early_probe"] = 1
+            self._deciding_early = True
             return RECEIVER
         return None
 
@@ -405,11 +424,17 @@ class RuleSwitchPolicy:
         if mode == SENDER and self._probing_since_us is not None:
             if now_us - self._probing_since_us <= self._probe_span_us:
                 self._probe_wait_us = min(2 * self._probe_wait_us, c.probe_max_us)
+                if self._probe_is_early:  # the "leave" was the link, not the competitor
+                    self._early_not_before_us = now_us + self._early_wait_us
+                    self._early_wait_us = min(2 * self._early_wait_us, c.probe_max_us)
             else:
                 self._probe_wait_us = c.probe_us
+                self._early_wait_us = c.leave_backoff_us
             self._probing_since_us = None
         elif mode == RECEIVER:
             self._probing_since_us = now_us
+            self._probe_is_early = self._deciding_early
+        self._deciding_early = False
         self.mode = mode
         self.since_us = now_us
         self.switches += 1

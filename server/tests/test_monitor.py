@@ -339,10 +339,10 @@ def test_our_own_window_growing_is_not_a_leave_and_an_outage_gives_nothing() -> 
     assert p2.early_probes == 0 and p2.mode == SENDER
 
 
-def test_a_failed_early_probe_backs_off_like_a_timed_one() -> None:
+def test_a_failed_early_probe_backs_off_on_its_own() -> None:
     """A capacity jump with the competitor still there looks like a leave: the early probe
-    fails (the queue stands again within Y), the wait doubles to 40 s, and the same
-    evidence in the next stint counts only from 20 s into it."""
+    fails (the queue stands again within Y), the timed wait doubles to 40 s, and early
+    probes wait ``leave_backoff_us`` (10 s) from the failure, then 20 s after a second."""
     p = RuleSwitchPolicy(0, mode=SENDER)
     feed_sender(p, 0, 10 * S, 5e6, 1000 * MS)
     sw = feed_sender(p, 10 * S, 13 * S, 10e6, 450 * MS)
@@ -354,12 +354,25 @@ def test_a_failed_early_probe_backs_off_like_a_timed_one() -> None:
         if (d := p.decide(t)) is not None:
             p.switched(t, d)
     assert p.mode == SENDER and p.probe_wait_us == 40 * S
-    t1, stint = t + 50 * MS, p.since_us
-    assert feed_sender(p, t1, t1 + 10 * S, 5e6, 1000 * MS) == []
-    sw2 = feed_sender(p, t1 + 10 * S, t1 + 21 * S, 10e6, 450 * MS)
+    t1, failed = t + 50 * MS, t
+    # the same rise 2 s into the next stint: too soon after the failure (10 s)
+    assert feed_sender(p, t1, t1 + 5 * S, 5e6, 1000 * MS) == []
+    sw2 = feed_sender(p, t1 + 5 * S, t1 + 12 * S, 10e6, 450 * MS)
     assert [m for _, m in sw2] == [RECEIVER]
-    assert stint + 20 * S <= sw2[0][0] <= stint + 20 * S + 100 * MS
+    assert failed + 10 * S <= sw2[0][0] <= failed + 10 * S + 100 * MS
     assert p.early_probes == 2
+    # it fails again: the early probe's wait doubles to 20 s
+    t = sw2[0][0]
+    while p.mode == RECEIVER:
+        t += 50 * MS
+        p.observe(t, 1200, 400 * MS)
+        if (d := p.decide(t)) is not None:
+            p.switched(t, d)
+    failed2 = t
+    assert feed_sender(p, t + 50 * MS, t + 18 * S, 5e6, 1000 * MS) == []
+    sw3 = feed_sender(p, t + 18 * S, t + 21 * S, 10e6, 450 * MS)
+    assert [m for _, m in sw3] == [RECEIVER]
+    assert failed2 + 20 * S <= sw3[0][0] <= failed2 + 20 * S + 100 * MS
 
 
 def test_the_switcher_passes_the_bytes_the_receiver_counted() -> None:
@@ -392,6 +405,8 @@ def test_bad_rule_config() -> None:
         RuleConfig(leave_rate_factor=1.0).validate()
     with pytest.raises(ValueError, match="leave_qd_factor"):
         RuleConfig(leave_qd_factor=0).validate()
+    with pytest.raises(ValueError, match="leave_backoff_us"):
+        RuleConfig(leave_backoff_us=0).validate()
 
 
 def test_the_server_context_monitors_every_open_session(caplog: pytest.LogCaptureFixture) -> None:
