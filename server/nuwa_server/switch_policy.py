@@ -128,6 +128,15 @@ class _Bin:
     qd_us: list[int] = field(default_factory=list)
 
 
+def _reference(bins: list[_Bin], min_bins: int) -> tuple[float, float] | None:
+    """(median delivered bytes per bin, median fresh queuing delay µs) of ``bins``, or None
+    with fewer than ``min_bins`` of them or no queuing-delay sample."""
+    qd = [q for b in bins for q in b.qd_us]
+    if len(bins) < min_bins or not qd:
+        return None
+    return float(statistics.median(b.delivered_bytes for b in bins)), float(statistics.median(qd))
+
+
 @dataclass(frozen=True, slots=True)
 class RuleConfig:
     """The rule's thresholds (module doc).
@@ -241,6 +250,8 @@ class RuleSwitchPolicy:
         self.early_probes = 0
         """Probes back to receiver-driven taken on the competitor-left evidence."""
         self._early_wait_us = self.config.leave_backoff_us
+        self._stint_reference: tuple[float, float] | None = None
+        self._prev_reference: tuple[float, float] | None = None
         self._early_not_before_us: int | None = None
         self._deciding_early = False
         self._probe_is_early = False
@@ -349,8 +360,9 @@ class RuleSwitchPolicy:
         """The early probe's evidence (module doc, "The competitor left"): in sender-driven
         mode, over the last ``leave_recent_bins`` whole bins of the stint, the delivery rate
         is at least ``leave_rate_factor`` × the median of the whole bins before them (the
-        stint's first bin excluded; at least ``leave_ref_bins`` of them) and the median
-        fresh queuing delay at most ``leave_qd_factor`` × theirs. Our window bounds what we
+        stint's first bin excluded; at least ``leave_ref_bins`` of them; until there are
+        that many in a stint that follows a failed probe, the stint before the probe is the
+        reference) and the median fresh queuing delay at most ``leave_qd_factor`` × theirs. Our window bounds what we
         hold in the queue, so by Little's law (rate × RTT = bytes in flight) our rate rises
         at the same window only when the RTT falls: someone else's bytes left the queue.
         Our own window growing (Cubic regaining a share) raises the rate at the same queue,
@@ -362,17 +374,21 @@ class RuleSwitchPolicy:
         current = (now_us - self.since_us) // c.leave_bin_us
         whole = [b for b in self._bins if 1 <= b.index < current]
         recent = [b for b in whole if b.index >= current - c.leave_recent_bins]
-        ref = [b for b in whole if b.index < current - c.leave_recent_bins]
-        if len(recent) < c.leave_recent_bins or len(ref) < c.leave_ref_bins:
+        if len(recent) < c.leave_recent_bins:
             return False
-        ref_rate = statistics.median(b.delivered_bytes for b in ref)
-        recent_rate = sum(b.delivered_bytes for b in recent) / len(recent)
-        ref_qd = [q for b in ref for q in b.qd_us]
+        reference = _reference(
+            [b for b in whole if b.index < current - c.leave_recent_bins], c.leave_ref_bins)
+        if reference is None:
+            # too early in a stint that follows a failed probe: the stint before the probe is
+            # the reference (a competitor that left during the probe fails it, and the new
+            # stint is at the full rate from its first bin: session 15, end to end)
+            reference = self._prev_reference
         recent_qd = [q for b in recent for q in b.qd_us]
-        if ref_rate <= 0 or not ref_qd or not recent_qd:
+        if reference is None or reference[0] <= 0 or not recent_qd:
             return False
-        rate_ratio = recent_rate / ref_rate
-        qd_ratio = statistics.median(recent_qd) / max(1.0, statistics.median(ref_qd))
+        recent_rate = sum(b.delivered_bytes for b in recent) / len(recent)
+        rate_ratio = recent_rate / reference[0]
+        qd_ratio = statistics.median(recent_qd) / max(1.0, reference[1])
         self._leave = {"rate_ratio": round(rate_ratio, 3), "qd_ratio": round(qd_ratio, 3)}
         return rate_ratio >= c.leave_rate_factor and qd_ratio <= c.leave_qd_factor
 
@@ -421,9 +437,11 @@ class RuleSwitchPolicy:
         c = self.config
         if mode == self.mode:
             return
+        self._prev_reference = None
         if mode == SENDER and self._probing_since_us is not None:
             if now_us - self._probing_since_us <= self._probe_span_us:
                 self._probe_wait_us = min(2 * self._probe_wait_us, c.probe_max_us)
+                self._prev_reference = self._stint_reference  # the probe failed
                 if self._probe_is_early:  # the "leave" was the link, not the competitor
                     self._early_not_before_us = now_us + self._early_wait_us
                     self._early_wait_us = min(2 * self._early_wait_us, c.probe_max_us)
@@ -434,6 +452,9 @@ class RuleSwitchPolicy:
         elif mode == RECEIVER:
             self._probing_since_us = now_us
             self._probe_is_early = self._deciding_early
+            current = (now_us - self.since_us) // c.leave_bin_us
+            self._stint_reference = _reference(
+                [b for b in self._bins if 1 <= b.index < current], 1)
         self._deciding_early = False
         self.mode = mode
         self.since_us = now_us

@@ -325,6 +325,31 @@ def test_the_competitor_leaving_brings_the_probe_early() -> None:
     assert ev["early_probe"] == 1 and ev["rate_ratio"] >= 1.5 and ev["qd_ratio"] <= 0.75
 
 
+def test_a_competitor_that_leaves_during_a_failed_probe_is_seen_against_the_stint_before() -> None:
+    """The timed probe at 20 s meets the competitor's queue, which stands for Y while the
+    competitor leaves: the probe fails, and the next stint is at the full rate from its first
+    bin. Against the stint before the probe (2.5 Mbit/s, 900 ms) that is a leave: early probe
+    about 3 s into the new stint. Without a failed probe before it, a new stint has no
+    reference for its first bins (the first detection's stint below)."""
+    p = RuleSwitchPolicy(0, mode=SENDER)
+    sw = feed_sender(p, 0, 20 * S + 50 * MS, 2.5e6, 900 * MS)
+    assert sw == [(20 * S, RECEIVER)] and p.early_probes == 0
+    t = 20 * S
+    while p.mode == RECEIVER:  # the probe: the queue stands for Y (the competitor's, leaving)
+        t += 50 * MS
+        p.observe(t, 1200, 800 * MS)
+        if (d := p.decide(t)) is not None:
+            p.switched(t, d)
+    stint = t
+    sw2 = feed_sender(p, t + 50 * MS, t + 3500 * MS, 10e6, 300 * MS)
+    assert [m for _, m in sw2] == [RECEIVER] and p.early_probes == 1
+    assert stint + 3 * S <= sw2[0][0] <= stint + 3 * S + 100 * MS
+    first = RuleSwitchPolicy(0)
+    assert run_policy(first, 0, 4 * S, window=1200, qd_us=400 * MS)[0][1] == SENDER
+    t0 = first.since_us
+    assert feed_sender(first, t0 + 50 * MS, t0 + 5 * S, 10e6, 300 * MS) == []
+
+
 def test_our_own_window_growing_is_not_a_leave_and_an_outage_gives_nothing() -> None:
     """The rate doubles at the same queue (our Cubic regaining its share): no early probe,
     the timed one at 20 s. An outage (no grants, then a trickle) gives no bins: nothing."""

@@ -49,7 +49,7 @@ def jain_over_time(result: dict[str, Any], window_s: int = JAIN_WINDOW_S
 
 def plot_mix(result: dict[str, Any], path: Path) -> Path:
     """Write the figure (PNG, matplotlib Agg) to ``path``: top, each flow's throughput per
-    1 s (Mbit/s) with its switches as vertical lines (solid: to sender-driven, dashed: back
+    1 s (Mbit/s; the link's capacity in grey when the result has it) with its switches as vertical lines (solid: to sender-driven, dashed: back
     to receiver-driven) and its leave as a dotted one; bottom, :func:`jain_over_time`.
     Returns ``path``."""
     import matplotlib
@@ -61,6 +61,10 @@ def plot_mix(result: dict[str, Any], path: Path) -> Path:
     left = leave_times_s(result)
     fig, (ax, axj) = plt.subplots(2, 1, figsize=(10, 6), sharex=True,
                                   gridspec_kw={"height_ratios": [2, 1]})
+    cap = result.get("capacity_bps_1s") or []
+    if cap:
+        ax.plot([k + 0.5 for k in range(len(cap))], [c / 1e6 for c in cap], color="grey",
+                lw=0.8, label="link capacity")
     for i, f in enumerate(flows):
         ys = [b / 1e6 for b in f["throughput_bps_1s"]]
         (line,) = ax.plot([k + 0.5 for k in range(len(ys))], ys,
