@@ -88,8 +88,9 @@ flow's bytes leave the queue, our RTT falls and our rate rises at the same windo
 Mbit/s next to Cubic: about 2× the rate at under half the queuing delay, within a second or
 two of the other flow's end). When our own window grows (Cubic regaining its share), the rate
 rises at the same queue. So the early probe wants both: the receiver's delivery rate (the
-rise of its grants' cumulative count) over the last two 1 s bins at least 1.5× the median bin
-of the stint before them, and the median queuing delay at most 0.75× the stint's
+rise of its grants' cumulative count) over the last two 1 s bins at least 1.5× the 90th
+percentile bin of the stint before them (at least 5 bins), and the median queuing delay at most
+0.75× the stint's
 (:meth:`RuleSwitchPolicy.competitor_left`). A capacity jump on a cellular link with the
 competitor still there looks the same: by the same law it cannot look different, since both
 give us more of the link at the same window; only the probe tells (alone, Nuwa drains the
@@ -128,13 +129,16 @@ class _Bin:
     qd_us: list[int] = field(default_factory=list)
 
 
-def _reference(bins: list[_Bin], min_bins: int) -> tuple[float, float] | None:
-    """(median delivered bytes per bin, median fresh queuing delay µs) of ``bins``, or None
-    with fewer than ``min_bins`` of them or no queuing-delay sample."""
+def _reference(bins: list[_Bin], min_bins: int, quantile: float) -> tuple[float, float] | None:
+    """(the ``quantile`` of the delivered bytes per bin, nearest rank; the median fresh
+    queuing delay µs) of ``bins``, or None with fewer than ``min_bins`` of them or no
+    queuing-delay sample."""
     qd = [q for b in bins for q in b.qd_us]
     if len(bins) < min_bins or not qd:
         return None
-    return float(statistics.median(b.delivered_bytes for b in bins)), float(statistics.median(qd))
+    rates = sorted(b.delivered_bytes for b in bins)
+    rate = rates[min(len(rates) - 1, max(0, round(quantile * (len(rates) - 1))))]
+    return float(rate), float(statistics.median(qd))
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +179,9 @@ class RuleConfig:
         leave_bin_us: the bin of the delivery-rate series, µs.
         leave_recent_bins / leave_ref_bins: whole bins in the recent span; whole bins
             needed before it (the stint's first bin, the switch's transient, never counts).
+        leave_ref_quantile: the reference rate is this quantile of those bins (0.5: the
+            median; 0.9 by default: on a cellular link our rate follows the capacity, and a
+            rise over the median alone set off early probes next to a competitor that stayed).
     """
 
     floor_window_bytes: int | None = None
@@ -193,7 +200,8 @@ class RuleConfig:
     leave_backoff_us: int = 10_000_000
     leave_bin_us: int = 1_000_000
     leave_recent_bins: int = 2
-    leave_ref_bins: int = 3
+    leave_ref_bins: int = 5
+    leave_ref_quantile: float = 0.9
 
     def validate(self) -> RuleConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -219,6 +227,9 @@ class RuleConfig:
                              f"{self.leave_rate_factor}")
         if not 0 < self.leave_qd_factor <= 1:
             raise ValueError(f"leave_qd_factor must be in (0, 1], got {self.leave_qd_factor}")
+        if not 0 <= self.leave_ref_quantile <= 1:
+            raise ValueError(f"leave_ref_quantile must be in [0, 1], got "
+                             f"{self.leave_ref_quantile}")
         if self.leave_backoff_us <= 0:
             raise ValueError(f"leave_backoff_us must be > 0, got {self.leave_backoff_us}")
         if self.leave_bin_us <= 0 or self.leave_recent_bins < 1 or self.leave_ref_bins < 1:
@@ -359,12 +370,13 @@ class RuleSwitchPolicy:
     def competitor_left(self, now_us: int) -> bool:
         """The early probe's evidence (module doc, "The competitor left"): in sender-driven
         mode, over the last ``leave_recent_bins`` whole bins of the stint, the delivery rate
-        is at least ``leave_rate_factor`` × the median of the whole bins before them (the
-        stint's first bin excluded; at least ``leave_ref_bins`` of them; until there are
-        that many in a stint that follows a failed probe, the stint before the probe is the
-        reference) and the median fresh queuing delay at most ``leave_qd_factor`` × theirs. Our window bounds what we
-        hold in the queue, so by Little's law (rate × RTT = bytes in flight) our rate rises
-        at the same window only when the RTT falls: someone else's bytes left the queue.
+        is at least ``leave_rate_factor`` × the ``leave_ref_quantile`` (0.9) of the whole
+        bins before them (the stint's first bin excluded; at least ``leave_ref_bins`` of
+        them; until there are that many in a stint that follows a failed probe, the stint
+        before the probe is the reference) and the median fresh queuing delay at most
+        ``leave_qd_factor`` × theirs. Our window bounds what we hold in the queue, so by
+        Little's law (rate × RTT = bytes in flight) our rate rises at the same window only
+        when the RTT falls: someone else's bytes left the queue, or the link got faster.
         Our own window growing (Cubic regaining a share) raises the rate at the same queue,
         which this does not take for a leave."""
         c = self.config
@@ -376,8 +388,8 @@ class RuleSwitchPolicy:
         recent = [b for b in whole if b.index >= current - c.leave_recent_bins]
         if len(recent) < c.leave_recent_bins:
             return False
-        reference = _reference(
-            [b for b in whole if b.index < current - c.leave_recent_bins], c.leave_ref_bins)
+        reference = _reference([b for b in whole if b.index < current - c.leave_recent_bins],
+                               c.leave_ref_bins, c.leave_ref_quantile)
         if reference is None:
             # too early in a stint that follows a failed probe: the stint before the probe is
             # the reference (a competitor that left during the probe fails it, and the new
@@ -454,7 +466,7 @@ class RuleSwitchPolicy:
             self._probe_is_early = self._deciding_early
             current = (now_us - self.since_us) // c.leave_bin_us
             self._stint_reference = _reference(
-                [b for b in self._bins if 1 <= b.index < current], 1)
+                [b for b in self._bins if 1 <= b.index < current], 1, c.leave_ref_quantile)
         self._deciding_early = False
         self.mode = mode
         self.since_us = now_us

@@ -380,9 +380,9 @@ def test_a_failed_early_probe_backs_off_on_its_own() -> None:
             p.switched(t, d)
     assert p.mode == SENDER and p.probe_wait_us == 40 * S
     t1, failed = t + 50 * MS, t
-    # the same rise 2 s into the next stint: too soon after the failure (10 s)
-    assert feed_sender(p, t1, t1 + 5 * S, 5e6, 1000 * MS) == []
-    sw2 = feed_sender(p, t1 + 5 * S, t1 + 12 * S, 10e6, 450 * MS)
+    # the same rise 8 s into the next stint: evidence from 9 s, too soon after the failure
+    assert feed_sender(p, t1, t1 + 8 * S, 5e6, 1000 * MS) == []
+    sw2 = feed_sender(p, t1 + 8 * S, t1 + 12 * S, 10e6, 450 * MS)
     assert [m for _, m in sw2] == [RECEIVER]
     assert failed + 10 * S <= sw2[0][0] <= failed + 10 * S + 100 * MS
     assert p.early_probes == 2

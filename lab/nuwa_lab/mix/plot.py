@@ -49,8 +49,9 @@ def jain_over_time(result: dict[str, Any], window_s: int = JAIN_WINDOW_S
 
 def plot_mix(result: dict[str, Any], path: Path) -> Path:
     """Write the figure (PNG, matplotlib Agg) to ``path``: top, each flow's throughput per
-    1 s (Mbit/s; the link's capacity in grey when the result has it) with its switches as vertical lines (solid: to sender-driven, dashed: back
-    to receiver-driven) and its leave as a dotted one; bottom, :func:`jain_over_time`.
+    1 s (Mbit/s; the link's capacity in grey when the result has it) with its switches as
+    vertical lines (solid: to sender-driven, dashed: back to receiver-driven) and its leave
+    as a dotted one; bottom, :func:`jain_over_time`.
     Returns ``path``."""
     import matplotlib
 
