@@ -88,9 +88,9 @@ flow's bytes leave the queue, our RTT falls and our rate rises at the same windo
 Mbit/s next to Cubic: about 2× the rate at under half the queuing delay, within a second or
 two of the other flow's end). When our own window grows (Cubic regaining its share), the rate
 rises at the same queue. So the early probe wants both: the receiver's delivery rate (the
-rise of its grants' cumulative count) over the last two 1 s bins at least 1.5× the 90th
-percentile bin of the stint before them (at least 5 bins), and the median queuing delay at most
-0.75× the stint's
+rise of its grants' cumulative count) over the last two 1 s bins at least 1.5× the median bin
+of the stint before them (at least 8 bins), and the median queuing delay at most 0.75× the
+stint's
 (:meth:`RuleSwitchPolicy.competitor_left`). A capacity jump on a cellular link with the
 competitor still there looks the same: by the same law it cannot look different, since both
 give us more of the link at the same window; only the probe tells (alone, Nuwa drains the
@@ -98,7 +98,11 @@ queue; next to a buffer filler the standing queue is back within Y). So early pr
 own backoff, and not the timed probe's: measured end to end (10 Mbit/s, Cubic leaving at 35 s
 of 60), a timed probe that had failed at 20 s doubled the wait, and gating the early probe on
 that wait put the leave out of reach for the rest of the run (p95 1,004 ms after it; on Verizon
-LTE a capacity jump had set off an early probe at 13 s, same outcome, 1,809 ms).
+LTE a capacity jump had set off an early probe at 13 s, same outcome, 1,809 ms). The reference
+needs 8 bins: with 3, capacity swings on Verizon LTE set off early probes next to a Cubic that
+stayed, 6 s into a stint, and each failed probe handed Cubic the queue (Nuwa's share 0.23
+against 0.62 without early probes); a replay of the rule on recorded grants found none with 6
+to 10 bins there, the leave on the constant link still seen 2.6 s after it.
 
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
@@ -180,8 +184,10 @@ class RuleConfig:
         leave_recent_bins / leave_ref_bins: whole bins in the recent span; whole bins
             needed before it (the stint's first bin, the switch's transient, never counts).
         leave_ref_quantile: the reference rate is this quantile of those bins (0.5: the
-            median; 0.9 by default: on a cellular link our rate follows the capacity, and a
-            rise over the median alone set off early probes next to a competitor that stayed).
+            median). At least 8 bins, not 3: over 3 bins on a cellular link a capacity swing
+            set off early probes next to a competitor that stayed; the 90th percentile of 5
+            instead missed the leave on a constant link, where the receiver's count comes in
+            bursts after Cubic's losses (module doc).
     """
 
     floor_window_bytes: int | None = None
@@ -200,8 +206,8 @@ class RuleConfig:
     leave_backoff_us: int = 10_000_000
     leave_bin_us: int = 1_000_000
     leave_recent_bins: int = 2
-    leave_ref_bins: int = 5
-    leave_ref_quantile: float = 0.9
+    leave_ref_bins: int = 8
+    leave_ref_quantile: float = 0.5
 
     def validate(self) -> RuleConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -370,8 +376,8 @@ class RuleSwitchPolicy:
     def competitor_left(self, now_us: int) -> bool:
         """The early probe's evidence (module doc, "The competitor left"): in sender-driven
         mode, over the last ``leave_recent_bins`` whole bins of the stint, the delivery rate
-        is at least ``leave_rate_factor`` × the ``leave_ref_quantile`` (0.9) of the whole
-        bins before them (the stint's first bin excluded; at least ``leave_ref_bins`` of
+        is at least ``leave_rate_factor`` × the ``leave_ref_quantile`` (the median) of the
+        whole bins before them (the stint's first bin excluded; at least ``leave_ref_bins`` of
         them; until there are that many in a stint that follows a failed probe, the stint
         before the probe is the reference) and the median fresh queuing delay at most
         ``leave_qd_factor`` × theirs. Our window bounds what we hold in the queue, so by

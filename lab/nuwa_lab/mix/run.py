@@ -94,7 +94,8 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
 
         def start_server(k: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
             cmd = [py, "-m", "nuwa_server.server", "--host", "127.0.0.1", "--port", "0",
-                   *SCHEME_SERVER_ARGS[k], "--state-dir", str(REPO_ROOT / ".cache" / "dev-cert")]
+                   *SCHEME_SERVER_ARGS[k], "--state-dir", str(REPO_ROOT / ".cache" / "dev-cert"),
+                   "--log-dir", str(out / f"logs-{k}")]  # per session: grants, frames, events
             if k in SWITCHING_SCHEMES and a.switch != "none":
                 cmd += ["--switch", a.switch]
                 if getattr(a, "switch_model", None):
