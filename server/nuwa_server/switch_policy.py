@@ -88,8 +88,8 @@ flow's bytes leave the queue, our RTT falls and our rate rises at the same windo
 Mbit/s next to Cubic: about 2× the rate at under half the queuing delay, within a second or
 two of the other flow's end). When our own window grows (Cubic regaining its share), the rate
 rises at the same queue. So the early probe wants both: the receiver's delivery rate (the
-rise of its grants' cumulative count) over the last two 1 s bins at least 1.5× the median bin
-of the stint before them (at least 8 bins), and the median queuing delay at most 0.75× the
+rise of its grants' cumulative count) over the last three 1 s bins at least 1.5× the median
+bin of the stint before them (at least 8 bins), and the median queuing delay at most 0.75× the
 stint's
 (:meth:`RuleSwitchPolicy.competitor_left`). A capacity jump on a cellular link with the
 competitor still there looks the same: by the same law it cannot look different, since both
@@ -102,7 +102,10 @@ LTE a capacity jump had set off an early probe at 13 s, same outcome, 1,809 ms).
 needs 8 bins: with 3, capacity swings on Verizon LTE set off early probes next to a Cubic that
 stayed, 6 s into a stint, and each failed probe handed Cubic the queue (Nuwa's share 0.23
 against 0.62 without early probes); a replay of the rule on recorded grants found none with 6
-to 10 bins there, the leave on the constant link still seen 2.6 s after it.
+to 10 bins there, the leave on the constant link still seen 2.6 s after it. On T-Mobile LTE
+short (not used to choose these) a rise over two bins still fired twice next to a Cubic that
+stayed (share 0.38 against 0.56); over three, the replay found neither, and the constant
+link's leave at the same 2.6 s.
 
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
@@ -205,7 +208,7 @@ class RuleConfig:
     leave_qd_factor: float = 0.75
     leave_backoff_us: int = 10_000_000
     leave_bin_us: int = 1_000_000
-    leave_recent_bins: int = 2
+    leave_recent_bins: int = 3
     leave_ref_bins: int = 8
     leave_ref_quantile: float = 0.5
 

@@ -329,8 +329,8 @@ def test_a_competitor_that_leaves_during_a_failed_probe_is_seen_against_the_stin
     """The timed probe at 20 s meets the competitor's queue, which stands for Y while the
     competitor leaves: the probe fails, and the next stint is at the full rate from its first
     bin. Against the stint before the probe (2.5 Mbit/s, 900 ms) that is a leave: early probe
-    about 3 s into the new stint. Without a failed probe before it, a new stint has no
-    reference for its first bins (the first detection's stint below)."""
+    once three whole bins show it, 4 s into the new stint. Without a failed probe before it,
+    a new stint has no reference for its first bins (the first detection's stint below)."""
     p = RuleSwitchPolicy(0, mode=SENDER)
     sw = feed_sender(p, 0, 20 * S + 50 * MS, 2.5e6, 900 * MS)
     assert sw == [(20 * S, RECEIVER)] and p.early_probes == 0
@@ -341,9 +341,9 @@ def test_a_competitor_that_leaves_during_a_failed_probe_is_seen_against_the_stin
         if (d := p.decide(t)) is not None:
             p.switched(t, d)
     stint = t
-    sw2 = feed_sender(p, t + 50 * MS, t + 3500 * MS, 10e6, 300 * MS)
+    sw2 = feed_sender(p, t + 50 * MS, t + 4500 * MS, 10e6, 300 * MS)
     assert [m for _, m in sw2] == [RECEIVER] and p.early_probes == 1
-    assert stint + 3 * S <= sw2[0][0] <= stint + 3 * S + 100 * MS
+    assert stint + 4 * S <= sw2[0][0] <= stint + 4 * S + 100 * MS
     first = RuleSwitchPolicy(0)
     assert run_policy(first, 0, 4 * S, window=1200, qd_us=400 * MS)[0][1] == SENDER
     t0 = first.since_us
