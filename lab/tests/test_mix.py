@@ -191,3 +191,44 @@ def test_the_worker_runs_a_nuwa_and_a_plain_flow(tmp_path: Path) -> None:
     assert f0["local_port"] != f1["local_port"]
     assert nuwa_sessions[0].grants.grants_accepted > 10
     assert cubic_sessions[0].grants.grants_accepted == 0
+
+
+def test_replay_finds_the_leave_in_recorded_grants(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """python -m nuwa_lab.mix.replay: grants as the server logs them, the run's switch lines;
+    sender-driven from 1 s at 5 Mbit/s behind a 1 s queue, then 10 Mbit/s at 450 ms from 12 s:
+    the shipped rule's evidence comes at 14 s (the last three whole bins, two of them at the
+    new rate, average 1.67× the median); with the early probe off, none; bad input exits 2."""
+    from nuwa_lab.mix.replay import first_evidence, main, read_run
+    from nuwa_server.switch_policy import RuleConfig
+
+    base_ms = 1000.0
+    t0 = int(base_ms * 1000)
+    rows, cum = [], 0
+    for k in range(400):  # 20 s of grants, every 50 ms
+        t = t0 + k * 50_000
+        fast = t >= t0 + 12_000_000
+        cum += 62_500 if fast else 31_250
+        rtt = 50_000 if k == 0 else (500_000 if fast else 1_050_000)
+        rows.append({"recv_time_us": t, "accepted": True, "rtt_us": rtt,
+                     "echo_send_time_us": t - rtt, "window_in_force_bytes": 60_000,
+                     "cum_in_force_bytes": cum})
+    (tmp_path / "logs-nuwa" / "s1").mkdir(parents=True)
+    (tmp_path / "logs-nuwa" / "s1" / "grants.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "server-nuwa.stderr").write_text(
+        f"INFO controller switch peer_port=7000 session=s1 to=sender t_us={t0 + 1_000_000} "
+        "from_cc=x\n")
+    (tmp_path / "emulator-summary.json").write_text(json.dumps({"base_timestamp_ms": base_ms}))
+    grants, switches, base = read_run(tmp_path)
+    assert switches == [(t0 + 1_000_000, "sender")] and base == base_ms
+    ((start, first),) = first_evidence(grants, switches, RuleConfig())
+    assert start == t0 + 1_000_000
+    assert first is not None and t0 + 13_900_000 <= first <= t0 + 14_100_000
+    assert first_evidence(grants, switches, RuleConfig(leave_rate_factor=None)) == [
+        (t0 + 1_000_000, None)]
+    assert main([str(tmp_path)]) == 0
+    assert "stint from 1.0 s: evidence 14.0 s" in capsys.readouterr().out
+    assert main([str(tmp_path), "--config", '{"leave_rate_factor": 1}']) == 2
+    assert main([str(tmp_path / "nothing")]) == 2
+
