@@ -90,8 +90,7 @@ two of the other flow's end). When our own window grows (Cubic regaining its sha
 rises at the same queue. So the early probe wants both: the receiver's delivery rate (the
 rise of its grants' cumulative count) over the last three 1 s bins at least 1.5× the median
 bin of the stint before them (at least 8 bins), and the median queuing delay at most 0.75× the
-stint's
-(:meth:`RuleSwitchPolicy.competitor_left`). A capacity jump on a cellular link with the
+stint's (:meth:`RuleSwitchPolicy.competitor_left`). A capacity jump on a cellular link with the
 competitor still there looks the same: by the same law it cannot look different, since both
 give us more of the link at the same window; only the probe tells (alone, Nuwa drains the
 queue; next to a buffer filler the standing queue is back within Y). So early probes have their
@@ -104,8 +103,9 @@ stayed, 6 s into a stint, and each failed probe handed Cubic the queue (Nuwa's s
 against 0.62 without early probes); a replay of the rule on recorded grants found none with 6
 to 10 bins there, the leave on the constant link still seen 2.6 s after it. On T-Mobile LTE
 short (not used to choose these) a rise over two bins still fired twice next to a Cubic that
-stayed (share 0.38 against 0.56); over three, the replay found neither, and the constant
-link's leave at the same 2.6 s.
+stayed (share 0.38 against 0.56); over three, the replay found neither and the constant
+link's leave at the same 2.6 s, and the run that followed had one (share 0.42, Jain 0.972).
+On the LTE traces the leave itself is not seen (docs/BENCHMARKS.md, fifteenth session).
 
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
