@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildPages } from "./src/build-pages.js";
 import { ensureLayouts, runPlay } from "./src/play.js";
-import { onValidEmulator } from "./src/valid-run.js";
+import { FUNCTIONAL_P99_LATENESS_MS, onValidEmulator } from "./src/valid-run.js";
 
 const LONG = process.env.NUWA_LONG === "1";
 const TRACE = "traces/4G/mahimahi-verizon-lte-short.mahi";
@@ -28,12 +28,6 @@ const PLAY_S = LONG ? 8 : 4;
  * (server, emulator and Chromium start, 4 s of media, the metrics), so CI stays under 45 s.
  */
 const LAYOUTS = LONG ? (["number", "timeline", "segmentlist", "segmentbase", "multiperiod"] as const) : (["timeline", "segmentlist", "segmentbase", "multiperiod"] as const);
-/**
- * The emulator's p99 lateness (ms) up to which a run still tests what this file claims (media
- * plays, no error, grants obeyed: none of it depends on when within a few ms a packet left the
- * link). Measurements (utilization, delay) keep the emulator's own 2 ms bound (timing.py).
- */
-const FUNCTIONAL_P99_LATENESS_MS = 20;
 /** Layouts whose real segment sizes the MPC reads from an index. */
 const INDEXED = new Set(["segmentlist", "segmentbase"]);
 
