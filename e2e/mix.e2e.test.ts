@@ -2,13 +2,15 @@
  * Mixed flows through one bottleneck with live switching (issue 18), CI version: `./nuwa mix`
  * (lab/nuwa_lab/mix) runs a Nuwa flow (the load tool's Python receiver, decisions by the real
  * @nuwa/cc controller) and a Cubic bulk download (a plain aioquic client) behind one emulated
- * 10 Mbit/s link with a 1000-packet queue, Cubic 2 s after Nuwa, for 32 s, Cubic leaving at
+ * 10 Mbit/s link with a 1000-packet queue, Cubic 2 s after Nuwa, for 36 s, Cubic leaving at
  * 18 s (`--stop-s`), the Nuwa server with `--switch rule` (nuwa_server/switch_policy.py).
  * Asserted: the report's fields, that the Nuwa flow switched to sender-driven control, that no
  * flow starved while it was there (< 20 % of its fair share for > 5 s), and issue 18's "after
  * the competitor leaves, its p95 queuing delay is back under max(50 ms, 1.2× the oracle's)
- * within 5 s" (the oracle's is about 0 on a constant link: 50 ms) on the 9 s from 23 s
- * (measured: 42.7 ms on the 7 s of a 30 s run; Nuwa alone holds about 32 ms here).
+ * within 5 s" (the oracle's is about 0 on a constant link: 50 ms) on the 13 s from 23 s
+ * (measured over the 9 s of a 32 s run: 30.6, 33.6 and 40.8 ms, the last in a clean-clone CI
+ * run; the tail is the drain after the probe, so a longer span gives it less weight; Nuwa
+ * alone holds about 32 ms here).
  * Figures come from the emulator's per-flow log. The 60 s form with share and Jain bounds is
  * behind NUWA_LONG=1.
  */
@@ -62,7 +64,7 @@ describe("mix: Nuwa next to a Cubic download on a 1000-packet queue, --switch ru
 
   beforeAll(async () => {
     const out = `${REPO_ROOT}out/e2e/mix`;
-    r = await onValidEmulator("mix nuwa,cubic", () => runMix(["--flows", "nuwa,cubic", "--start-gap-s", "2", "--switch", "rule", "--link-mbps", "10", "--queue-packets", "1000", "--duration", "32", "--stop-s", "0,18"], out));
+    r = await onValidEmulator("mix nuwa,cubic", () => runMix(["--flows", "nuwa,cubic", "--start-gap-s", "2", "--switch", "rule", "--link-mbps", "10", "--queue-packets", "1000", "--duration", "36", "--stop-s", "0,18"], out));
     console.log(describeMix(r));
   });
 
