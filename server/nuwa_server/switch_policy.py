@@ -276,6 +276,8 @@ class RuleSwitchPolicy:
         self._deciding_early = False
         self._probe_is_early = False
         self._leave: dict[str, float] = {}
+        self._left_eval: tuple[int, bool, dict[str, float]] | None = None
+        """The last :meth:`competitor_left` (stint bin, result, ratios): it changes by bin."""
 
     def observe(self, now_us: int, window_bytes: int | None = None,
                 queuing_delay_us: int | None = None, echo_us: int | None = None,
@@ -393,6 +395,18 @@ class RuleSwitchPolicy:
         if self.mode != SENDER or c.leave_rate_factor is None:
             return False
         current = (now_us - self.since_us) // c.leave_bin_us
+        # every input is a whole bin before ``current``: one evaluation per bin, not per poll
+        if self._left_eval is not None and self._left_eval[0] == current:
+            self._leave = dict(self._left_eval[2])
+            return self._left_eval[1]
+        left = self._competitor_left_before(current)
+        self._left_eval = (current, left, dict(self._leave))
+        return left
+
+    def _competitor_left_before(self, current: int) -> bool:
+        """:meth:`competitor_left` over the whole bins before bin ``current`` of the stint."""
+        c = self.config
+        assert c.leave_rate_factor is not None
         whole = [b for b in self._bins if 1 <= b.index < current]
         recent = [b for b in whole if b.index >= current - c.leave_recent_bins]
         if len(recent) < c.leave_recent_bins:
@@ -484,6 +498,7 @@ class RuleSwitchPolicy:
         self._qd.clear()
         self._bins.clear()
         self._leave = {}
+        self._left_eval = None
 
     @property
     def _probe_span_us(self) -> int:

@@ -2,13 +2,13 @@
 rule's "competitor left" thresholds were chosen, fifteenth session; docs/BENCHMARKS.md).
 
 The run's Nuwa server keeps each session's ``grants.jsonl`` (``logs-nuwa/``): every grant's
-arrival time, echo RTT, echoed stamp, window and cumulative count in force. This feeds them to
-:class:`nuwa_server.switch_policy.RuleSwitchPolicy` exactly as ``ConnectionSwitcher.on_grant``
-does (queuing delay = RTT − the running minimum RTT, delivered = the rise of the cumulative
-count), follows the run's real switches (the server's ``controller switch ... t_us=`` lines)
-and, in each sender-driven stint, reports the first time :meth:`competitor_left` holds under a
-given :class:`RuleConfig`, polled every 50 ms as the switcher does. A variant that would have
-probed earlier than the run did cannot be followed past the run's own switch.
+arrival time, echo RTT, echoed stamp, window and cumulative count in force. This feeds them
+through the server's own ``ConnectionSwitcher.on_grant`` to a
+:class:`nuwa_server.switch_policy.RuleSwitchPolicy` of a given :class:`RuleConfig`, follows
+the run's real switches (the server's ``controller switch ... t_us=`` lines) and, in each
+sender-driven stint, reports the first time :meth:`competitor_left` holds, polled every 50 ms
+as the switcher does. A variant that would have probed earlier than the run did cannot be
+followed past the run's own switch.
 
 Usage: ``python -m nuwa_lab.mix.replay out/mix [--config '{"leave_recent_bins": 2}']``.
 """
@@ -19,24 +19,30 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+from nuwa_server.config import SessionConfig
+from nuwa_server.grants import GrantDecision
+from nuwa_server.protocol import Grant
 from nuwa_server.switch_policy import SENDER, RuleConfig, RuleSwitchPolicy
-from nuwa_server.switcher import POLL_INTERVAL_US
+from nuwa_server.switcher import POLL_INTERVAL_US, ConnectionSwitcher
 
 from .run import switch_logs
 
 
-def read_run(run_dir: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]], float]:
-    """The accepted grants of the run's Nuwa sessions (by arrival), its switches (t_us on the
-    server's clock, mode) and the emulator's base (ms, same clock). Raises FileNotFoundError
-    when the run has no grant logs (runs before the mix kept them) or no emulator summary."""
+def read_run(run_dir: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[int, str]],
+                                     float]:
+    """The accepted grants of the run's Nuwa sessions as (session, row), by arrival; its
+    switches (t_us on the server's clock, mode); the emulator's base (ms, same clock). Raises
+    FileNotFoundError when the run has no grant logs (runs before the mix kept them) or no
+    emulator summary."""
     files = sorted(run_dir.glob("logs-nuwa/**/grants.jsonl"))
     if not files:
         raise FileNotFoundError(f"{run_dir}: no logs-nuwa/**/grants.jsonl")
-    grants = [g for f in files for line in f.read_text().splitlines() if line
-              for g in [json.loads(line)] if g.get("accepted")]
-    grants.sort(key=lambda g: g["recv_time_us"])
+    grants = [(f.parent.name, g) for f in files for line in f.read_text().splitlines()
+              if line for g in [json.loads(line)] if g.get("accepted")]
+    grants.sort(key=lambda sg: sg[1]["recv_time_us"])
     switches = sorted((t, m) for log in switch_logs(run_dir, ["nuwa"]).values()
                       for t, m in log if t is not None)
     base_ms = float(json.loads((run_dir / "emulator-summary.json").read_text())
@@ -44,45 +50,45 @@ def read_run(run_dir: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]
     return grants, switches, base_ms
 
 
-def first_evidence(grants: list[dict[str, Any]], switches: list[tuple[int, str]],
+def first_evidence(grants: list[tuple[str, dict[str, Any]]], switches: list[tuple[int, str]],
                    config: RuleConfig) -> list[tuple[int, int | None]]:
     """For each sender-driven stint of the run: (its start, the first time the early probe's
-    evidence held, or None), µs on the server's clock (module doc)."""
+    evidence held, or None), µs on the server's clock (module doc). The grants go through
+    :meth:`ConnectionSwitcher.on_grant` itself, each session's min RTT kept as
+    ``NuwaSession.on_datagram`` keeps it."""
     if not grants:
         return []
-    p = RuleSwitchPolicy(grants[0]["recv_time_us"], config.validate())
-    rtt_min: int | None = None
-    last_cum: int | None = None
+    t0 = int(grants[0][1]["recv_time_us"])
+    sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), t0)
+    p = sw.policy = RuleSwitchPolicy(t0, config.validate())
+    sessions: dict[str, SimpleNamespace] = {}
     k, next_poll = 0, 0
     out: list[tuple[int, int | None]] = []
     start: int | None = None
     first: int | None = None
-
-    def close(t: int) -> None:
-        nonlocal first
-        if first is None and p.competitor_left(t):
-            first = t
-        assert start is not None
-        out.append((start, first))
-
-    for g in grants:
+    for name, g in grants:
         t = int(g["recv_time_us"])
         while k < len(switches) and switches[k][0] <= t:
             ts, mode = switches[k]
             if p.mode == SENDER:
-                close(ts)
+                if first is None and p.competitor_left(ts):
+                    first = ts
+                assert start is not None
+                out.append((start, first))
             p.switched(ts, mode)  # type: ignore[arg-type]
             if p.mode == SENDER:
                 start, first = ts, None
             k += 1
-        qd = echo = None
-        if g.get("rtt_us") is not None:
-            rtt_min = g["rtt_us"] if rtt_min is None else min(rtt_min, g["rtt_us"])
-            qd, echo = g["rtt_us"] - rtt_min, g.get("echo_send_time_us")
-        cum = int(g["cum_in_force_bytes"])
-        delivered = None if last_cum is None else max(0, cum - last_cum)
-        last_cum = cum
-        p.observe(t, g.get("window_in_force_bytes"), qd, echo, delivered)
+        s = sessions.setdefault(name, SimpleNamespace(name=name, rtt_min_us=None))
+        rtt = g.get("rtt_us")
+        if rtt is not None and (s.rtt_min_us is None or rtt < s.rtt_min_us):
+            s.rtt_min_us = rtt
+        grant = Grant(g.get("grant_seq") or 0, g.get("receiver_time_us") or 0,
+                      g.get("cum_received_bytes") or 0, g.get("window_bytes") or 0,
+                      g.get("echo_send_time_us") or 0, g.get("echo_hold_us") or 0)
+        sw.on_grant(s, GrantDecision(True, g.get("reason", "ok"), grant,  # type: ignore[arg-type]
+                                     int(g["window_in_force_bytes"]),
+                                     int(g["cum_in_force_bytes"]), rtt), t)
         if t >= next_poll:
             next_poll = t + POLL_INTERVAL_US
             if p.mode == SENDER and first is None and p.competitor_left(t):

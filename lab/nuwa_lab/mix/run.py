@@ -16,7 +16,7 @@ from ..emulator.trace import Trace, constant_rate_trace, load_trace
 from ..load.common import REPO_ROOT
 from ..load.procs import StartError, _start_ready, _stop, server_session_summaries
 from ..sendersim.core import FlowTruth
-from ..sendersim.metrics import summarize
+from ..sendersim.metrics import percentile, summarize
 
 SCHEME_SERVER_ARGS: dict[str, list[str]] = {
     "nuwa": ["--cc", "nuwa"],
@@ -210,9 +210,9 @@ def after_leave(worker: dict[str, Any], flow_log: dict[str, Any], base_ms: float
             mid = leave_ms + RECOVER_S * 1000
 
             def p95(a: float, b: float, f: dict[str, Any] = f) -> float | None:
-                qd = sorted(q for t, q in zip(f["depart_ms"], f["queue_delay_ms"], strict=True)
-                            if a <= t < b)
-                return round(qd[min(len(qd) - 1, int(0.95 * len(qd)))], 1) if qd else None
+                qd = [q for t, q in zip(f["depart_ms"], f["queue_delay_ms"], strict=True)
+                      if a <= t < b]
+                return round(percentile(qd, 95), 1) if qd else None
 
             others.append({"i": info["i"], "scheme": info["scheme"],
                            "p95_ms_first_5s": p95(leave_ms, mid),
@@ -230,16 +230,11 @@ def _upstream_of(flow_log: dict[str, Any], info: dict[str, Any]) -> int:
     return -1
 
 
-def switch_counts(out: Path, kinds: list[str], flow_log: dict[str, Any]) -> dict[int, int]:
-    """Controller switches per flow, keyed by the flow's peer port at the server, from the
-    servers' ``switch`` log lines (``controller switch peer_port=P ...``)."""
-    return {port: len(log) for port, log in switch_logs(out, kinds).items()}
-
-
 def switch_logs(out: Path, kinds: list[str]) -> dict[int, list[tuple[int | None, str]]]:
     """Each flow's switches, keyed by its peer port at the server: (``t_us`` on the server's
     monotonic clock, or None from a line without it; the mode switched to), from the
-    servers' ``controller switch peer_port=P session=S to=MODE t_us=T ...`` lines."""
+    servers' ``controller switch peer_port=P session=S to=MODE t_us=T ...`` lines (a flow's
+    switch count is the length of its list)."""
     logs: dict[int, list[tuple[int | None, str]]] = {}
     for k in kinds:
         path = out / f"server-{k}.stderr"
