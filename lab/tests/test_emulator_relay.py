@@ -191,14 +191,29 @@ def test_routes_put_two_servers_behind_one_bottleneck(tmp_path):
     assert flows[1]["listen_port"] == ports[1] and flows[0]["dropped_bytes"] == 0
     meta = json.loads(Path(str(emu.log) + ".meta.json").read_text())
     assert [r["listen"] for r in meta["routes"]] == [f"127.0.0.1:{p}" for p in ports]
-    # --flow-log: every departure per flow, as the summary counts them; the shared queue
-    # delays both flows (400 packets at 8 Mbit/s drain in ~480 ms)
+    # --flow-log: every departure per flow, as the summary counts them
     logged = {f["route"]: f for f in json.loads(flow_log.read_text())["flows"]}
     for route, n in ((0, n_a), (1, n_b)):
         f = logged[route]
         assert len(f["depart_ms"]) == n and sum(f["size_bytes"]) == n * size
         assert f["depart_ms"] == sorted(f["depart_ms"]) and min(f["queue_delay_ms"]) >= 0
-        assert max(f["queue_delay_ms"]) > 200
+    # the shared queue delays both flows: one FIFO served at the trace's rate means the bytes
+    # that left while a packet waited are the backlog ahead of it, of both flows. This holds
+    # however fast the host sent the bursts (a slow CI host spread them over ~330 ms and
+    # the deepest wait read 153 ms, not the ~480 ms of an instant burst).
+    deps = sorted((d, q, b, r) for r, f in logged.items()
+                  for d, q, b in zip(f["depart_ms"], f["queue_delay_ms"], f["size_bytes"],
+                                     strict=True))
+    judged = 0
+    for d, q, _, r in deps:
+        if q < 50:
+            continue
+        ahead = [(b, r2) for d2, _, b, r2 in deps if d - q < d2 < d]
+        assert sum(b for b, _ in ahead) * 8 / (q / 1e3) == pytest.approx(rate_bps, rel=0.1)
+        if r == 1:  # route 1 waited behind route 0's packets too: one queue, not one each
+            assert any(r2 == 0 for _, r2 in ahead)
+        judged += 1
+    assert judged >= 50, "no backlog formed: the test judged nothing"
 
 
 def test_cli_bad_route(tmp_path, capsys, base_args):
