@@ -32,6 +32,7 @@ import {
   type SimRunSpec,
   simRuns,
 } from "./bench.js";
+import { type MixRecord, type MixSpec, runMix } from "./bench-mix.js";
 import { computeFrontiers, type FrontierJson } from "./frontier.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
@@ -43,13 +44,14 @@ export const SIM_CELL_CPUS = 1;
 /** What one cell does (the JSON its process is given). */
 export type CellWork =
   | { kind: "e2e"; spec: RunSpec; options: RunOneOptions }
+  | { kind: "mix"; spec: MixSpec; out_dir: string }
   | { kind: "sim"; runs: SimRunSpec[] }
   | { kind: "fairness"; base: Partial<NuwaConfig>; additive_increase_mss: number }
   | { kind: "frontier"; trace: { name: string; path: string }; options: FrontierOptions }
   | { kind: "batch"; works: CellWork[] };
 
 /** A cell's result: a run's record, a group of simulated records, or fairness points. */
-export type CellOutput = RunRecord | SimRecord[] | FairnessPoint[] | FrontierJson | CellOutput[];
+export type CellOutput = RunRecord | MixRecord | SimRecord[] | FairnessPoint[] | FrontierJson | CellOutput[];
 
 export interface Cell {
   id: string;
@@ -60,6 +62,16 @@ export interface Cell {
 /** An end-to-end run as a cell. */
 export function e2eCell(spec: RunSpec, options: RunOneOptions): Cell {
   return { id: spec.id, num_cpus: E2E_CELL_CPUS, work: { kind: "e2e", spec, options } };
+}
+
+/** A mixed-flow run (several flows through one emulated bottleneck: e2e/src/bench-mix.ts) as a cell; end to end, so it reserves what a run does. */
+export function mixCell(spec: MixSpec, out_dir: string): Cell {
+  return { id: spec.id, num_cpus: E2E_CELL_CPUS, work: { kind: "mix", spec, out_dir } };
+}
+
+/** Whether a cell's work runs end to end (servers, emulator, receivers): never batched, handed to Ray first. */
+export function endToEnd(w: CellWork): boolean {
+  return w.kind === "e2e" || w.kind === "mix";
 }
 
 /** Simulated runs as one cell. */
@@ -110,7 +122,7 @@ export function batchPlan(cells: readonly Cell[], min_cost = BATCH_MIN_COST): nu
   let cost = 0;
   for (const [i, c] of cells.entries()) {
     const k = cellCost(c);
-    if (c.work.kind === "e2e" || k >= min_cost) {
+    if (endToEnd(c.work) || k >= min_cost) {
       out.push([i]);
       continue;
     }
@@ -131,8 +143,8 @@ export function batchPlan(cells: readonly Cell[], min_cost = BATCH_MIN_COST): nu
  * longest first ({@link cellCost}). Results are matched by cell, so the order changes no figure.
  */
 export function submissionOrder(cells: readonly Cell[]): Cell[] {
-  const e2e = cells.filter((c) => c.work.kind === "e2e");
-  const sim = cells.filter((c) => c.work.kind !== "e2e").map((c, i) => ({ c, i, cost: cellCost(c) }));
+  const e2e = cells.filter((c) => endToEnd(c.work));
+  const sim = cells.filter((c) => !endToEnd(c.work)).map((c, i) => ({ c, i, cost: cellCost(c) }));
   sim.sort((a, b) => b.cost - a.cost || a.i - b.i);
   return [...e2e, ...sim.map((x) => x.c)];
 }
@@ -142,6 +154,8 @@ export async function runCell(w: CellWork, log: (s: string) => void = () => {}):
   switch (w.kind) {
     case "e2e":
       return runOne(w.spec, w.options);
+    case "mix":
+      return runMix(w.spec, w.out_dir);
     case "sim":
       return simRuns(w.runs);
     case "fairness":
@@ -298,4 +312,11 @@ export function recordOf(c: Cell, d: CellDone): RunRecord {
 export function outputOf<T extends SimRecord[] | FairnessPoint[] | FrontierJson>(c: Cell, d: CellDone): T {
   if (!d.ok) throw new Error(`cell ${c.id} failed: ${d.error}`);
   return d.result as T;
+}
+
+/** The record of a mixed-flow cell (a failed cell process gives a record with its error and no files). */
+export function mixRecordOf(c: Cell, d: CellDone): MixRecord {
+  if (c.work.kind !== "mix") throw new Error(`mixRecordOf: ${c.id} is not a mixed-flow cell`);
+  if (d.ok) return d.result as MixRecord;
+  return { spec: c.work.spec, json: `mix/${c.id}/result.json`, plot: null, error: `cell process failed: ${d.error ?? "?"}`, wall_s: d.wall_s };
 }

@@ -33,6 +33,14 @@
  *   --report-only (rebuild the report from DIR) --sim-duration S --ratchet-duration S (120)
  *   --oracle-window-ms MS (the oracle's capacity window; default the base RTT, 50 ms)
  *   --ray-address ADDR (join this Ray cluster; default a local Ray on this machine: below)
+ *   --mix nuwa:cubic,nuwa:bbr|none (issue 18 item 4: mixed-flow runs, each `./nuwa mix` with those
+ *   flows, the second starting --mix-gap-s after the first; default none, --full nuwa:cubic)
+ *   --mix-switch none,rule (each run without and with the switcher; default both)
+ *   --mix-links 10,tmobile-lte-short (a number: a constant link in Mbit/s; else a trace whose path
+ *   contains it; default 10) --mix-queue N (default 1000) --mix-duration S (default 60)
+ *   --mix-gap-s S (default 5). The report's "Sharing a bottleneck" section: per flow share,
+ *   p95, switches and starvation, Jain's index, and each run's figure (throughput over time with
+ *   the switches marked, Jain's index over time).
  * Every run is a cell of e2e/src/cells.ts, run as a Ray task by lab/nuwa_lab/spread.py (issue 16
  * item 5): an end-to-end run reserves 2 CPUs (all of this 2-core machine: runs never share its
  * cores, the emulator stays valid), a simulator cell (a trace's simulated schemes, a sweep point, a
@@ -76,8 +84,9 @@ import {
   VIDEO_SCHEMES,
   writeRecord,
 } from "./bench.js";
+import { type MixRecord, type MixSpec, parseMixPairs, planMix } from "./bench-mix.js";
 import { buildPages } from "./build-pages.js";
-import { type Cell, type CellDone, e2eCell, fairnessCell, outputOf, recordOf, simCell, spreadCells, submissionOrder } from "./cells.js";
+import { type Cell, type CellDone, e2eCell, fairnessCell, mixCell, mixRecordOf, outputOf, recordOf, simCell, spreadCells, submissionOrder } from "./cells.js";
 import { parseCli, usageError } from "./cli-args.js";
 import { computeFrontiers, DEEP_MIN_PACKETS } from "./frontier.js";
 import { ensureContent, PLAY_SCHEMES } from "./play.js";
@@ -89,6 +98,7 @@ const USAGE = `./nuwa bench [--quick | --full | --sweep | --rl] [--traces a,b] [
   [--video-queues 1000] [--seeds N] [--duration S] [--video-duration S] [--out DIR] [--cc JSON]
   [--no-ratchet] [--no-sim] [--no-sweep] [--resume] [--report-only] [--sim-duration S]
   [--ratchet-duration S] [--oracle-window-ms MS] [--ray-address ADDR (join a Ray cluster; default a local Ray)]
+  [--mix nuwa:cubic,...|none] [--mix-switch none,rule] [--mix-links 10,TRACE] [--mix-queue N] [--mix-duration S] [--mix-gap-s S]
   (every mode and option: the comment at the top of e2e/src/cli-bench.ts)`;
 const values = parseCli(USAGE, {
   quick: { type: "boolean", default: false },
@@ -117,6 +127,12 @@ const values = parseCli(USAGE, {
   resume: { type: "boolean", default: false },
   "report-only": { type: "boolean", default: false },
   "ray-address": { type: "string" },
+  mix: { type: "string" },
+  "mix-switch": { type: "string", default: "none,rule" },
+  "mix-links": { type: "string", default: "10" },
+  "mix-queue": { type: "string", default: "1000" },
+  "mix-duration": { type: "string", default: "60" },
+  "mix-gap-s": { type: "string", default: "5" },
 });
 
 function fail(msg: string): never {
@@ -194,6 +210,25 @@ const opts: BenchOptions = {
   resume: values.resume! && !quick,
   oracle_window_ms: oracleWindow,
 };
+// Mixed-flow runs (issue 18 item 4): none unless --mix, or --full's Nuwa against Cubic.
+let mixPlan: MixSpec[] = [];
+try {
+  const mixRuns = values.mix === undefined ? (values.full ? [["nuwa", "cubic"]] : []) : values.mix === "none" ? [] : parseMixPairs(values.mix);
+  const mixLinks = values["mix-links"]!.split(",").filter(Boolean).map((l) => {
+    if (/^[0-9.]+$/.test(l)) return { mbps: Number(l) };
+    const t = [...all.e2e, ...all.sim_only].find((x) => x.path.includes(l));
+    if (!t) fail(`--mix-links: no trace matches '${l}'`);
+    return { trace: t.path, name: t.name };
+  });
+  const mixDuration = Number(values["mix-duration"]);
+  if (!(mixDuration >= 10 && mixDuration <= 600)) fail(`--mix-duration must be 10..600 s (got ${values["mix-duration"]})`);
+  const mixGap = Number(values["mix-gap-s"]);
+  if (!(mixGap >= 0 && mixGap < mixDuration)) fail(`--mix-gap-s must be 0..the duration (got ${values["mix-gap-s"]})`);
+  mixPlan = planMix({ runs: mixRuns, switches: values["mix-switch"]!.split(",").filter(Boolean), links: mixLinks, queue_packets: ints(values["mix-queue"], "--mix-queue", 2, 100_000)![0]!, duration_s: mixDuration, start_gap_s: mixGap, delay_ms: 25, cc });
+} catch (e) {
+  if (e instanceof RangeError) fail(e.message);
+  throw e;
+}
 const doSim = !quick && !values["no-sim"];
 const doSweep = !quick && !values["no-sweep"];
 const command = `./nuwa bench ${process.argv.slice(2).join(" ")}`.trim();
@@ -260,19 +295,21 @@ if (!values["report-only"]) {
   const sweepPlan = doSweep || sweepOnly ? planSweeps(simTraces, 1000, simDuration, cc) : [];
   const sweepCells = sweepPlan.map((_, i) => simCell(`sweep-${i}`, sweepPlan[i]!.runs));
   const fairCells = doSweep || sweepOnly ? FAIRNESS_VALUES_MSS.map((a) => fairnessCell(cc, a)) : [];
-  const cells: Cell[] = submissionOrder([...e2eCells, ...simCells, ...sweepCells, ...fairCells]);
-  const e2e_s = e2eCells.reduce((a, c) => a + (c.work.kind === "e2e" ? c.work.spec.duration_s : 0) + 10, 0);
+  const mixCells = mixPlan.map((spec) => mixCell(spec, out_dir));
+  const cells: Cell[] = submissionOrder([...e2eCells, ...mixCells, ...simCells, ...sweepCells, ...fairCells]);
+  const e2e_s = [...e2eCells, ...mixCells].reduce((a, c) => a + (c.work.kind === "e2e" || c.work.kind === "mix" ? c.work.spec.duration_s : 0) + 10, 0);
   log(
-    `${plan.length} end-to-end runs (${e2eCells.length} to run, about ${Math.round(e2e_s / 60)} min at ~10 s overhead each on this machine)${simCells.length ? " + simulator matrix" : ""}${sweepCells.length ? " + sweeps and fairness" : ""}: ` +
+    `${plan.length} end-to-end runs (${e2eCells.length} to run${mixCells.length ? `, and ${mixCells.length} mixed-flow runs` : ""}, about ${Math.round(e2e_s / 60)} min at ~10 s overhead each on this machine)${simCells.length ? " + simulator matrix" : ""}${sweepCells.length ? " + sweeps and fairness" : ""}: ` +
       `${cells.length} cells on Ray (${ray_address ? `cluster ${ray_address}` : "a local Ray"}; end to end 2 CPUs each, simulator 1)`,
   );
+  const mixById = new Map<string, MixRecord>();
   const spread = await spreadCells(cells, {
     ray_address,
     // While Ray starts: build the pages once for every run, make the DASH content if a video run needs it, and
     // (issue 14) the offline frontier (SIMULATED) of the traces run in bulk on the deep queue, for the report's
     // "distance to the frontier" (lab/nuwa_lab/bench_report/frontier.py reads frontier.json). No cell runs meanwhile.
     meanwhile: async () => {
-      if (e2eCells.length) await buildPages();
+      if (e2eCells.length || mixCells.length) await buildPages();
       if (e2eCells.some((c) => c.work.kind === "e2e" && c.work.spec.kind === "play")) await ensureContent(120);
       const frontierQueue = opts.queues.find((q) => q >= DEEP_MIN_PACKETS);
       if (!sweepOnly && opts.bulk_schemes.length > 0 && opts.traces.length > 0 && frontierQueue !== undefined) {
@@ -284,7 +321,11 @@ if (!values["report-only"]) {
       const c = cells[d.index]!;
       const at = `[${n}/${total}]`;
       if (c.work.kind === "e2e") runsById.set(c.id, onE2eDone(c, d, n, total));
-      else if (!d.ok) log(`${at} ${c.id}: FAILED ${d.error}`);
+      else if (c.work.kind === "mix") {
+        const m = mixRecordOf(c, d);
+        mixById.set(c.id, m);
+        log(`${at} ${c.id}: ${m.error ? `FAILED ${m.error}` : `${m.json}`} (${m.wall_s.toFixed(0)} s)`);
+      } else if (!d.ok) log(`${at} ${c.id}: FAILED ${d.error}`);
       else if (c.work.kind === "fairness") for (const p of d.result as FairnessPoint[]) log(`${at} ${describeFairness(p)}`);
       else if (sweepCells.includes(c)) log(`${at} ${describeSweep({ ...sweepPlan[sweepCells.indexOf(c)]!, results: d.result as SimRecord[] })}`);
       else for (const r of d.result as SimRecord[]) log(`${at} ${describeSim(r)}`);
@@ -311,6 +352,7 @@ if (!values["report-only"]) {
     sim,
     sweeps,
     fairness,
+    mix: mixPlan.map((spec) => mixById.get(spec.id)!),
   };
   writeFileSync(`${out_dir}/bench-index.json`, JSON.stringify(index, null, 1));
   rayShutdown = spread.exited; // Ray shuts down while the report is made

@@ -1,5 +1,6 @@
 """The whole report: the header (command, code, settings, schemes), the targets, the invalid
-runs, then the bulk, video and SIMULATED sections and the closing note with the targets again."""
+runs, then the bulk, video, SIMULATED and mixed-flow sections and the closing note with the
+targets again."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from .frontier import load_frontier
 from .issue14 import issue14_section
 from .markdown import table
 from .metrics import Cells
+from .mix import mix_section
 from .runs import load_bench
 from .series import run_series
 from .simulated import fairness_section, sim_section, sweeps_section
@@ -149,6 +151,9 @@ def build_report(bench_dir: Path, img_prefix: str = "plots/",
     md += m
     plots += p
     md += fairness_section(index.get("fairness") or [])
+    m, p = mix_section(index.get("mix") or [], bench_dir, plots_dir, img_prefix)
+    md += m
+    plots += p
     if index.get("missing_traces"):
         md += ["Traces listed in traces/index.json but not found (not run): "
                + ", ".join(index["missing_traces"]), ""]
