@@ -135,7 +135,9 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path:
                       (["--flows", "nuwa,cubic", "--link-mbps", "10", "--stop-s", "0,x"],
                        "not numbers"),
                       (["--sim", "--flows", "nuwa,cubic", "--link-mbps", "10", "--stop-s",
-                        "0,10"], "end to end only")):
+                        "0,10"], "end to end only"),
+                      (["--sim", "--flows", "nuwa,cubic", "--link-mbps", "10",
+                        "--switch-mode", "limited"], "--switch-mode: end to end only")):
         with pytest.raises(SystemExit) as e:
             main([*argv, "--duration", "20", "--json", j])
         assert e.value.code == 2 and msg in capsys.readouterr().err

@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--switch-model", default=None,
                    help="--switch dqn: the Q-network's ONNX file (default: the checkout's "
                    "models/switch-dqn.onnx; unusable: the rule, logged)")
+    p.add_argument("--switch-mode", choices=("unrestricted", "limited"),
+                   default="unrestricted",
+                   help="how a switch carries controller state (the server's --switch-mode; "
+                   "unrestricted: window, RTT, min RTT and rate state; limited: connection-"
+                   "level state only; end to end only)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--trace", help="Mahimahi trace of the bottleneck")
     g.add_argument("--link-mbps", type=float, help="constant-rate bottleneck, Mbit/s")
@@ -87,6 +92,8 @@ def validate(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error(f"--duration must be in (0, 3600] s, got {a.duration}")
     if a.start_gap_s < 0 or (len(a.flow_list) - 1) * a.start_gap_s >= a.duration:
         p.error("--start-gap-s must be >= 0 and start every flow before --duration")
+    if a.sim and a.switch_mode != "unrestricted":
+        p.error("--switch-mode: end to end only (the simulator switches unrestricted)")
     a.stop_list = [0.0] * len(a.flow_list)
     if a.stop_s is not None:
         if a.sim:

@@ -100,6 +100,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
                 cmd += ["--switch", a.switch]
                 if getattr(a, "switch_model", None):
                     cmd += ["--switch-model", a.switch_model]
+                cmd += ["--switch-mode", getattr(a, "switch_mode", "unrestricted")]
             return _start_ready(cmd, out / f"server-{k}.stderr")
 
         with ThreadPoolExecutor(len(kinds)) as pool:  # the servers start side by side
@@ -170,6 +171,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
     result.update({
         "mode": "emulator",
         "switch": a.switch,
+        "switch_mode": getattr(a, "switch_mode", "unrestricted"),
         "duration_s": a.duration,
         "start_gap_s": a.start_gap_s,
         "queue_packets": a.queue_packets,
