@@ -35,6 +35,7 @@ function fakeLinks(): { starts: LinkSetup[]; stops: number; start: (l: LinkSetup
     return {
       server: started({ cert_sha256_hex: `cert${n}` }),
       emulator: started({ listen_port: 4000 + n, base_timestamp_ms: Number(process.hrtime.bigint()) / 1e6 }),
+      competitor: null,
       stop: async () => {
         rec.stops++;
       },

@@ -1,8 +1,9 @@
-/** `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]` (schemes: PLAYER_SCHEMES in play.ts) */
+/** `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON] [--competitor cubic|reno|bbr] [--competitor-start-s S] [--switch none|rule]` (schemes: PLAYER_SCHEMES in play.ts) */
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 import { describePlay, findMpd, PLAYER_SCHEMES, PLAYERS, type PlayPlayer, type PlayScheme, runPlay } from "./play.js";
 
 const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
+  [--competitor cubic|reno|bbr [--competitor-start-s S (default 5)]] [--switch none|rule]
   play DASH video through Nuwa under a trace; prints a summary. --content DIR plays your own
   DASH VOD (any packager's output: DIR/manifest.mpd or the one *.mpd in DIR; layouts and
   features in docs/CONTENT.md) instead of the generated ladder; playback stops at --duration
@@ -26,7 +27,11 @@ const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trac
     shaka                 shaka as shipped (its ABR and estimate; only the networking
                           replaced) over the server's cubic
     shaka_grants          the same shaka over Nuwa's grants
-    shaka_nuwa            shaka's ABR on Nuwa's estimate, grants (default for shaka)`;
+    shaka_nuwa            shaka's ABR on Nuwa's estimate, grants (default for shaka)
+  --competitor SCHEME: a bulk download over a second server with that controller through the
+  same bottleneck, from --competitor-start-s after the page loads to the end (issue 18: the
+  video next to a download); the summary adds each flow's goodput, the video's share and the
+  video's own queuing delay. --switch rule: the Nuwa server's controller switching.`;
 const values = parseCli(USAGE, {
   trace: { type: "string", default: "traces/4G/mahimahi-verizon-lte-short.mahi" },
   duration: { type: "string", default: "60" },
@@ -35,6 +40,9 @@ const values = parseCli(USAGE, {
   out: { type: "string", default: "out/play" },
   cc: { type: "string", default: "{}" },
   content: { type: "string" },
+  competitor: { type: "string" },
+  "competitor-start-s": { type: "string", default: "5" },
+  switch: { type: "string", default: "none" },
 });
 const cc = parseCcJson(USAGE, values.cc);
 const player = values.player as PlayPlayer;
@@ -56,5 +64,11 @@ if (content !== undefined) {
 } else if (!(duration_s >= 10 && duration_s <= 110)) {
   usageError(USAGE, `--duration must be 10..110 s (the content is 120 s long; got ${values.duration})`);
 }
-const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc, content });
+const competitor = values.competitor as "cubic" | "reno" | "bbr" | undefined;
+if (competitor !== undefined && !["cubic", "reno", "bbr"].includes(competitor)) usageError(USAGE, `--competitor must be one of cubic, reno, bbr (got ${competitor})`);
+const competitor_start_s = Number(values["competitor-start-s"]);
+if (!(competitor_start_s >= 0 && competitor_start_s < duration_s)) usageError(USAGE, `--competitor-start-s must be 0..the duration (got ${values["competitor-start-s"]})`);
+const sw = values.switch as "none" | "rule";
+if (!["none", "rule"].includes(sw)) usageError(USAGE, `--switch must be none or rule (got ${values.switch})`);
+const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc, content, competitor, competitor_start_s, switch: sw });
 console.log(describePlay(s, values.out!));

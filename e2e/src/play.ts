@@ -5,11 +5,12 @@
  * (lab/nuwa_lab/play_metrics.py).
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { promisify } from "node:util";
 import { launchChromium } from "./browser.js";
 import { buildPages } from "./build-pages.js";
+import { type CompetitorFigures, competitorFigures, type FlowLog, startCompetitor } from "./competitor.js";
 import { type Link, PYTHON, REPO_ROOT, startLink } from "./procs.js";
 import { serveStatic } from "./static.js";
 
@@ -89,6 +90,16 @@ export interface PlayOptions {
   content?: string;
   /** Extra query parameters for the page (e.g. `cmcd: "query"`: dash.js sends CMCD keys). */
   page_params?: Record<string, string>;
+  /**
+   * A bulk download of this scheme through the same bottleneck (issue 18: a Nuwa video next to
+   * a Cubic download; e2e/src/competitor.ts), starting `competitor_start_s` after the page is
+   * loaded and running to the end of the playback. The summary then has `competitor`.
+   */
+  competitor?: "cubic" | "reno" | "bbr";
+  /** When the competitor starts, s after the page is loaded (default 5). */
+  competitor_start_s?: number;
+  /** The Nuwa server's controller switching (issue 18), default none. */
+  switch?: "none" | "rule";
 }
 
 /**
@@ -142,9 +153,10 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     await link?.stop();
   };
   let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
+  let worker: ReturnType<typeof startCompetitor> | null = null;
   const web = await serveStatic(`${REPO_ROOT}e2e/pages`);
   try {
-    link = await startLink({ cc: server_cc, content_root: content_dir, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out });
+    link = await startLink({ cc: server_cc, content_root: content_dir, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, switch: o.switch, competitor_cc: o.competitor });
     const server = link.server;
     const emu = link.emulator;
     browser = await launchChromium();
@@ -165,6 +177,11 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     // dash.js's log level stays its default unless asked for (no dash.js setting changes by default).
     if (process.env.NUWA_DASHJS_LOG_LEVEL) params.set("log_level", process.env.NUWA_DASHJS_LOG_LEVEL);
     await page.goto(`http://127.0.0.1:${web.port}/${PLAYER_PAGES[player].page}?${params}`);
+    const competitor_start_s = o.competitor_start_s ?? 5;
+    if (o.competitor) {
+      const ports = emu.ready.listen_ports as number[];
+      worker = startCompetitor(o.competitor, ports[1]!, competitor_start_s, o.duration_s + 10 - competitor_start_s, `${out}/competitor.json`, `${out}/competitor.stderr`);
+    }
     await page.waitForFunction(() => window.__nuwa_play?.done === true, undefined, { timeout: (o.duration_s + 120) * 1000, polling: 1000 });
     const log = await page.evaluate(() => window.__nuwa_play);
     writeFileSync(`${out}/page.json`, JSON.stringify(log));
@@ -172,6 +189,12 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     await page.screenshot({ path: `${out}/page.png` });
     await browser.close();
     browser = null;
+    if (worker) {
+      // the worker writes its JSON when its span ends, a few seconds after the playback
+      const w = worker;
+      await new Promise<void>((r) => (w.exitCode !== null ? r() : w.once("exit", () => r())));
+      worker = null;
+    }
     await stopAll();
     if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
     const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms), ...(own_content ? ["--content-dir", content_dir] : [])], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
@@ -182,8 +205,16 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     summary.player = player;
     summary.content = o.content ? content_dir : null;
     summary.player_errors = console_lines.filter((l) => l.includes(PLAYER_PAGES[player].error_prefix));
+    if (o.competitor) {
+      const flow_log = JSON.parse(readFileSync(`${out}/flows.json`, "utf8")) as FlowLog;
+      const competitor_json = JSON.parse(readFileSync(`${out}/competitor.json`, "utf8")) as { errors: string[] };
+      const switches = readFileSync(`${out}/server.stderr`, "utf8").split("\n").filter((l) => l.includes("controller switch")).length;
+      summary.competitor = { scheme: o.competitor, start_s: competitor_start_s, switch: o.switch ?? "none", switches, errors: competitor_json.errors, ...competitorFigures(flow_log) };
+      writeFileSync(`${out}/competitor-summary.json`, JSON.stringify({ ...(summary.competitor as object), emulator_valid: emu_summary.valid, rebuffer_s: summary.rebuffer_s, rebuffer_count: summary.rebuffer_count, bitrate_kbps_mean: summary.bitrate_kbps_mean, qoe_per_chunk: summary.qoe_per_chunk }, null, 1));
+    }
     return summary;
   } finally {
+    if (worker?.exitCode === null) worker.kill("SIGTERM");
     if (browser) await browser.close().catch(() => {});
     await stopAll();
     web.server.close();
@@ -204,6 +235,11 @@ export function describePlay(s: Record<string, unknown>, out_dir: string): strin
     `  QoE ${n(s.qoe_per_chunk, 2)} = ${typeof s.qoe_fraction === "number" ? `${(100 * s.qoe_fraction).toFixed(0)}%` : "n/a"} of the offline optimum ${n(s.qoe_optimum, 2)} (this run's capacity, real segment sizes and start-up known in advance; lab/nuwa_lab/abr_optimum.py)`,
     `  queuing delay at the bottleneck p50 ${n(q.p50, 0)} ms, p95 ${n(q.p95, 0)} ms; utilization while downloading ${n(s.utilization, 2)}`,
     `  estimate error vs real capacity (median over the same 1 s bins, both sampled at the same instants): Nuwa ${n(100 * e.nuwa, 0)}%, ${own} ${n(100 * e.dashjs, 0)}%`,
-    `  files: ${out_dir}/summary.json, ${out_dir}/report.png`,
+    ...(s.competitor ? [describeCompetitor(s.competitor as CompetitorFigures & { scheme: string; start_s: number; switch: string; switches: number })] : []),
+    `  files: ${out_dir}/summary.json, ${out_dir}/report.png${s.competitor ? `, ${out_dir}/competitor-summary.json` : ""}`,
   ].join("\n");
+}
+
+function describeCompetitor(c: CompetitorFigures & { scheme: string; start_s: number; switch: string; switches: number }): string {
+  return `  next to a ${c.scheme} download (from ${c.start_s} s; switch ${c.switch}, ${c.switches} switches): video ${(c.video_bps / 1e6).toFixed(2)} Mbit/s, ${c.scheme} ${(c.competitor_bps / 1e6).toFixed(2)} Mbit/s, video share ${c.video_share.toFixed(2)}, Jain ${c.jain_index.toFixed(3)}, video's queuing p95 ${c.video_queuing_delay_ms.p95.toFixed(0)} ms (the figures above count both flows' packets)`;
 }

@@ -80,11 +80,21 @@ export interface LinkSetup {
   oracle_window_ms?: number;
   /** cc oracle: the standing queue the server's window keeps, ms (default: the server's, 20). */
   oracle_headroom_ms?: number;
+  /** The server's controller switching (`--switch`; issue 18), default none. */
+  switch?: "none" | "rule";
+  /**
+   * A second server with this controller behind the same bottleneck (the emulator's `--route`, its
+   * second listen port), for a competing download; the emulator then writes every departure per
+   * flow to `out/flows.json` (`--flow-log`). Logs in `out/server-competitor`.
+   */
+  competitor_cc?: "cubic" | "reno" | "bbr";
 }
 
 export interface Link {
   server: Started;
   emulator: Started;
+  /** The competitor's server (LinkSetup.competitor_cc); its clients use the emulator's `listen_ports[1]`. */
+  competitor: Started | null;
   /** Stop the emulator, then the server (idempotent). */
   stop: () => Promise<void>;
 }
@@ -93,24 +103,40 @@ export interface Link {
 export async function startLink(l: LinkSetup): Promise<Link> {
   const server = await startWithReady(
     PYTHON,
-    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`, ...(l.ceiling ? ["--ceiling", l.ceiling] : []), ...(l.oracle_headroom_ms === undefined ? [] : ["--oracle-headroom-ms", String(l.oracle_headroom_ms)])],
+    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`, ...(l.ceiling ? ["--ceiling", l.ceiling] : []), ...(l.oracle_headroom_ms === undefined ? [] : ["--oracle-headroom-ms", String(l.oracle_headroom_ms)]), ...(l.switch && l.switch !== "none" ? ["--switch", l.switch] : [])],
     `${l.out}/server.stderr`,
   );
+  let competitor: Started | null = null;
+  if (l.competitor_cc) {
+    try {
+      competitor = await startWithReady(
+        PYTHON,
+        ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.competitor_cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server-competitor`],
+        `${l.out}/server-competitor.stderr`,
+      );
+    } catch (e) {
+      await server.stop();
+      throw e;
+    }
+  }
+  const route = competitor ? ["--route", `127.0.0.1:0=127.0.0.1:${competitor.ready.port}`, "--flow-log", `${l.out}/flows.json`] : [];
   let emulator: Started;
   const oracle = server.ready.oracle_port ? ["--oracle-to", `127.0.0.1:${server.ready.oracle_port}`, ...(l.oracle_window_ms ? ["--oracle-window-ms", String(l.oracle_window_ms)] : [])] : [];
   try {
     emulator = await startWithReady(
       PYTHON,
-      ["-m", "nuwa_lab.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", l.trace, "--delay-ms", String(l.delay_ms), "--uplink-delay-ms", String(l.delay_ms), "--queue-packets", String(l.queue_packets), "--log", `${l.out}/emulator.log`, "--summary-json", `${l.out}/emulator-summary.json`, ...oracle],
+      ["-m", "nuwa_lab.emulator", "--listen", "127.0.0.1:0", "--server", `127.0.0.1:${server.ready.port}`, "--trace", l.trace, "--delay-ms", String(l.delay_ms), "--uplink-delay-ms", String(l.delay_ms), "--queue-packets", String(l.queue_packets), "--log", `${l.out}/emulator.log`, "--summary-json", `${l.out}/emulator-summary.json`, ...oracle, ...route],
       `${l.out}/emulator.stderr`,
     );
   } catch (e) {
+    await competitor?.stop();
     await server.stop();
     throw e;
   }
   const stop = async () => {
     await emulator.stop();
+    await competitor?.stop();
     await server.stop();
   };
-  return { server, emulator, stop };
+  return { server, emulator, competitor, stop };
 }
