@@ -30,6 +30,17 @@ describe("a video next to a download (issue 18)", () => {
     expect(f.video_queuing_delay_ms.p50).toBeGreaterThanOrEqual(140);
   });
 
+  it("ends with the flow that ended first (a stalled playback outlasts the download)", () => {
+    const l = log();
+    const other = l.flows[1]!;
+    const keep = other.depart_ms.filter((d) => d <= 8000).length;
+    l.flows[1] = { route: 1, depart_ms: other.depart_ms.slice(0, keep), size_bytes: other.size_bytes.slice(0, keep), queue_delay_ms: other.queue_delay_ms.slice(0, keep) };
+    const f = competitorFigures(l);
+    expect(f.to_ms).toBe(8000);
+    expect(f.video_bps).toBeCloseTo((401 * 8000) / 4, -2);
+    expect(competitorFigures(l, 6000).to_ms).toBe(6000);
+  });
+
   it("refuses a log without the competitor or with nothing from it", () => {
     const l = log();
     expect(() => competitorFigures({ flows: [l.flows[0]!] })).toThrow(/no route 0 \(video\) or no route 1/);

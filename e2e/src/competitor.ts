@@ -35,8 +35,9 @@ function rank(sorted: number[], p: number): number {
 }
 
 /**
- * Both flows' figures from the first departure of the competitor (route 1) to the last departure of
- * either, or to `to_ms` when given.
+ * Both flows' figures while both ran: from the first departure of the competitor (route 1) to the
+ * earlier of the two flows' last departures (a playback that stalls outlasts the download; a
+ * download outlasts a playback that ends), or to `to_ms` when given.
  * @throws Error when the log lacks route 0 or route 1, or the competitor sent nothing
  */
 export function competitorFigures(log: FlowLog, to_ms?: number): CompetitorFigures {
@@ -45,7 +46,7 @@ export function competitorFigures(log: FlowLog, to_ms?: number): CompetitorFigur
   if (!video || !other) throw new Error("competitorFigures: the flow log has no route 0 (video) or no route 1 (competitor)");
   if (other.depart_ms.length === 0) throw new Error("competitorFigures: the competitor's flow delivered nothing");
   const from_ms = other.depart_ms[0]!;
-  const end_ms = to_ms ?? Math.max(other.depart_ms.at(-1)!, video.depart_ms.at(-1) ?? 0);
+  const end_ms = to_ms ?? Math.min(other.depart_ms.at(-1)!, video.depart_ms.at(-1) ?? from_ms);
   const span_s = Math.max(1e-3, (end_ms - from_ms) / 1000);
   const sum = (f: FlowLog["flows"][number]) => f.depart_ms.reduce((a, d, i) => (d >= from_ms && d <= end_ms ? a + f.size_bytes[i]! : a), 0);
   const video_bps = (sum(video) * 8) / span_s;
