@@ -111,8 +111,10 @@ export function mixArgs(spec: MixSpec, dir: string): string[] {
 }
 
 /**
- * Run one mixed-flow run into `<out_dir>/mix/<id>/` (an earlier one there is removed first). A run
- * that fails (the command's exit, no JSON) is a record with its error, as a failed bulk run is.
+ * Run one mixed-flow run into `<out_dir>/mix/<id>/` (an earlier one there is removed first). The
+ * command exits 1 when a flow reported errors and 3 when the emulator could not keep time, with its
+ * JSON written either way (the report shows both); any other failure, or no readable JSON, is a
+ * record with its error, as a failed bulk run is.
  */
 export async function runMix(spec: MixSpec, out_dir: string): Promise<MixRecord> {
   const rel = `mix/${spec.id}`;
@@ -123,8 +125,8 @@ export async function runMix(spec: MixSpec, out_dir: string): Promise<MixRecord>
   try {
     await promisify(execFile)(PYTHON, mixArgs(spec, dir), { cwd: REPO_ROOT, maxBuffer: 16 << 20, timeout: (spec.duration_s + 120) * 1000 });
   } catch (e) {
-    const err = e as { stderr?: string; message: string };
-    error = `${err.message.split("\n")[0]}${err.stderr ? `: ${err.stderr.trim().split("\n").slice(-3).join(" | ")}` : ""}`.slice(0, 1000);
+    const err = e as { code?: number; stderr?: string; message: string };
+    if (err.code !== 1 && err.code !== 3) error = `${err.message.split("\n")[0]}${err.stderr ? `: ${err.stderr.trim().split("\n").slice(-3).join(" | ")}` : ""}`.slice(0, 1000);
   }
   if (!error && !existsSync(`${dir}/result.json`)) error = "no result.json written";
   if (!error) {

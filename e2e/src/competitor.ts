@@ -7,6 +7,8 @@
  */
 import { spawn } from "node:child_process";
 import { openSync } from "node:fs";
+import { jainIndex } from "../../packages/cc/src/sim/shared.js";
+import { percentile } from "../../packages/cc/src/sim/stats.js";
 import { PYTHON, REPO_ROOT } from "./procs.js";
 
 /** The emulator's per-flow departures (`--flow-log`; lab/nuwa_lab/emulator/relay.py write_flow_log). */
@@ -25,13 +27,8 @@ export interface CompetitorFigures {
   video_share: number;
   /** Jain's index of the two goodputs (Jain, Chiu, Hawe 1984, Eq. 1). */
   jain_index: number;
-  /** Queuing delay of the video's packets over the span, ms (nearest rank). */
+  /** Queuing delay of the video's packets over the span, ms (the simulators' percentile). */
   video_queuing_delay_ms: { p50: number; p95: number };
-}
-
-function rank(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /**
@@ -52,15 +49,15 @@ export function competitorFigures(log: FlowLog, to_ms?: number): CompetitorFigur
   const video_bps = (sum(video) * 8) / span_s;
   const competitor_bps = (sum(other) * 8) / span_s;
   const total = video_bps + competitor_bps;
-  const qd = video.depart_ms.flatMap((d, i) => (d >= from_ms && d <= end_ms ? [video.queue_delay_ms[i]!] : [])).sort((a, b) => a - b);
+  const qd = video.depart_ms.flatMap((d, i) => (d >= from_ms && d <= end_ms ? [video.queue_delay_ms[i]!] : []));
   return {
     from_ms,
     to_ms: end_ms,
     video_bps,
     competitor_bps,
     video_share: total > 0 ? video_bps / total : Number.NaN,
-    jain_index: total > 0 ? (total * total) / (2 * (video_bps ** 2 + competitor_bps ** 2)) : Number.NaN,
-    video_queuing_delay_ms: { p50: rank(qd, 50), p95: rank(qd, 95) },
+    jain_index: total > 0 ? jainIndex([video_bps, competitor_bps]) : Number.NaN,
+    video_queuing_delay_ms: { p50: percentile(qd, 50), p95: percentile(qd, 95) },
   };
 }
 
