@@ -19,3 +19,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "install: builds a fresh venv with pip from the package index (wheel cache); "
         "runs in CI (about 20 s)")
+    config.addinivalue_line(
+        "markers",
+        "cpu: computation only (no emulator, no server on a socket, no bound on wall-clock "
+        "time): ./nuwa test runs these on both cores (pytest-xdist, -n 2); every other test "
+        "runs alone, after them, on quiet cores")

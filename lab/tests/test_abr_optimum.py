@@ -16,6 +16,8 @@ from nuwa_lab.abr_optimum import (
     run_optimum,
 )
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def _ladder(rng: random.Random, rungs: int, chunks: int) -> Ladder:
     rates = sorted(rng.sample([300, 750, 1200, 1850, 2850, 4300, 6000, 8000], rungs))

@@ -8,6 +8,8 @@ import pytest
 
 from nuwa_lab.bench_report import Cells, Run, compute_targets, fmt, main, throughput_mbps
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def rec(kind: str, trace: str, family: str, scheme: str, q: int, *, valid: bool = True,
         **m: object) -> Run:

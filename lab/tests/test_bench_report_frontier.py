@@ -11,6 +11,8 @@ import pytest
 
 from nuwa_lab.bench_report import frontier_p95_at, main
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 # Two traces; the frontier envelope of each (utilization ascending, p95 ascending).
 ENVELOPES = {
     "norway-hsdpa-bus-1": [{"utilization": 0.90, "p95_ms": 4}, {"utilization": 1.0, "p95_ms": 14}],

@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from nuwa_lab.bench_report.issue14 import issue14_section, issue14_targets, low_rate_traces
 from nuwa_lab.bench_report.metrics import Cells
 from nuwa_lab.bench_report.runs import load_bench
+
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
 # (trace, scheme, queue, utilization, p95 ms, loss)
 RUNS = [

@@ -16,6 +16,8 @@ from nuwa_lab.bench_report import (
     video_family,
 )
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def play(trace: str, family: str, scheme: str, rep: int, *, qoe: float, rebuf_s: float = 0.0,
          err_nuwa: float = 0.1, err_dashjs: float = 0.3, p95: float = 50.0) -> Run:

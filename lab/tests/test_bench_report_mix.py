@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from nuwa_lab.bench_report.mix import mix_section
 from nuwa_lab.bench_report.report import build_report
+
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
 
 def spec(run_id: str, switch: str, link: dict) -> dict:

@@ -9,6 +9,8 @@ import pytest
 
 from nuwa_lab.bulk_metrics import disconnection_gaps, grant_violations
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def _page(disconnections, ended_us=40_000_000):
     # frames every second from 1 s to 5 s and 16 s to 20 s (server µs); page clock = +7 s

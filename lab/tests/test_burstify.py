@@ -12,6 +12,8 @@ from nuwa_lab.emulator import load_trace, parse_trace
 from nuwa_lab.emulator.burstify import burst_ends_ms, burstify, main
 from nuwa_lab.emulator.trace_stats import distinct_gaps_ms, percentile_linear, trace_stats
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 
 

@@ -10,6 +10,8 @@ import pytest
 from nuwa_lab.dashgen import ContentInfo, Representation
 from nuwa_lab.dashgen.hls import MASTER_NAME, media_playlist, write_hls
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def _rep(rid: str, bps: int, kind: str = "video", n: int = 3) -> Representation:
     w, h = (320, 180) if kind == "video" else (0, 0)

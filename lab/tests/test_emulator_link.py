@@ -18,6 +18,8 @@ from nuwa_lab.emulator import (
     parse_trace,
 )
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def trace(*ts: int):
     return parse_trace([f"{t}\n" for t in ts])

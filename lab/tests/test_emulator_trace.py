@@ -8,6 +8,8 @@ import pytest
 
 from nuwa_lab.emulator import TraceError, constant_rate_trace, load_trace, parse_trace
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 
 

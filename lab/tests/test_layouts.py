@@ -13,6 +13,8 @@ import pytest
 from nuwa_lab.dashgen.layouts import LAYOUTS, ensure_layouts, parse_sidx, top_level_boxes
 from nuwa_lab.dashgen.params import DashGenError
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 REPO = Path(__file__).resolve().parents[2]
 NS = {"d": "urn:mpeg:dash:schema:mpd:2011"}
 

@@ -16,6 +16,8 @@ from nuwa_lab.load import (
     validate,
 )
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def test_jain_index_bounds_and_known_values() -> None:
     assert jain_index([3.0, 3.0, 3.0]) == pytest.approx(1.0)

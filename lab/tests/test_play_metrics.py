@@ -8,6 +8,8 @@ import pytest
 
 from nuwa_lab.play_metrics import estimate_error, qoe
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def page_with_redownload() -> dict:
     """Positions 0..3 of 2 s each; position 2 fetched at 1 Mbit/s, then again at 3 Mbit/s

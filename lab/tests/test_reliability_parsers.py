@@ -8,6 +8,7 @@ import asyncio
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_helpers import (
@@ -80,6 +81,7 @@ def _mutated_request(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.cpu  # computation only (conftest)
 @_FUZZ
 @given(st.one_of(_mutated_request(), st.binary(max_size=4200),
                  st.text(max_size=300).map(str.encode)))
@@ -110,6 +112,7 @@ _datagram = st.one_of(
 )
 
 
+@pytest.mark.cpu  # computation only (conftest)
 @_FUZZ
 @given(st.lists(st.tuples(_datagram, st.integers(0, 5_000), st.integers(0, 50_000)),
                 max_size=40))

@@ -8,6 +8,8 @@ import pytest
 
 from nuwa_lab.rl_eval import interval_rewards, load_agent
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 def _log(tmp_path: Path, lines: list[str]) -> Path:
     p = tmp_path / "emulator.log"

@@ -21,6 +21,8 @@ from nuwa_lab.sendersim.gap import row, simulate_like
 from nuwa_lab.sendersim.metrics import jain_index, starved_seconds
 from nuwa_lab.sendersim.quic import WIRE_BYTES
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 LINK_10M = constant_rate_trace(10e6)
 QUEUE_DRAIN_MS = 1000 * WIRE_BYTES * 8 / 10e6 * 1000  # a full 1000-packet queue at 10 Mbit/s
 

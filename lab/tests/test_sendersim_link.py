@@ -12,6 +12,8 @@ import pytest
 
 from nuwa_lab.emulator import QueueLimit, TraceLink, parse_trace
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "spec" / "link_vectors.json").read_text())
 

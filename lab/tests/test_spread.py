@@ -16,6 +16,8 @@ import pytest
 
 from nuwa_lab import spread
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 REPO = Path(__file__).resolve().parents[2]
 TSX = str(REPO / "node_modules" / ".bin" / "tsx")
 TRACE = {"path": "traces/4G/mahimahi-tmobile-lte-short.mahi", "name": "mahimahi-tmobile-lte-short",

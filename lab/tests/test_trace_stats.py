@@ -18,6 +18,8 @@ from nuwa_lab.emulator.trace_stats import (
     trace_stats,
 )
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from nuwa_lab.bench_report import Cells, Run
 from nuwa_lab.video_report import issue15_section, issue15_targets
+
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
 
 def play(trace: str, family: str, scheme: str, qoe: float, opt: float, **m: object) -> Run:

@@ -24,6 +24,8 @@ from nuwa_server.cc.pacing import WAKEUP_CREDIT_S, ControllerPacer, install_cont
 from nuwa_server.cc.rate_sample import DeliveryRateSampler
 from nuwa_server.config import SessionConfig
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 RATE = 1.25e6
 RTT = 0.0390625
 BDP = RATE * (RTT + MSS / RATE)

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from aioquic.quic.congestion.base import K_INITIAL_WINDOW
 from aioquic.quic.congestion.cubic import CubicCongestionControl
 from aioquic.quic.packet_builder import QuicSentPacket
 
 from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
 from nuwa_server.config import SessionConfig
+
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
 MSS = 1200
 IW = K_INITIAL_WINDOW * MSS

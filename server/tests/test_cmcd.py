@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nuwa_server.cmcd import parse_cmcd
 from nuwa_server.protocol import GetRequest
 from nuwa_server.protocol.requests import encode_request, parse_request
+
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
 
 def test_parse_cmcd_types() -> None:

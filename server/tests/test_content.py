@@ -17,6 +17,8 @@ from nuwa_server.content import (
     satisfiable_range,
 )
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 
 @pytest.fixture
 def tree(tmp_path: Path) -> tuple[ContentRoot, Path]:

@@ -20,6 +20,8 @@ from nuwa_server.grants import (
 )
 from nuwa_server.protocol import Grant, encode_grant
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "spec" / "protocol_v1_vectors.json").read_text()
 )

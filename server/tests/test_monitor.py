@@ -10,6 +10,8 @@ import pytest
 from nuwa_server.monitor import FlowMonitor, MonitorConfig, jain_index
 from nuwa_server.switch_policy import RECEIVER, SENDER, RuleConfig, RuleSwitchPolicy
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 MS = 1000
 S = 1_000_000
 

@@ -33,6 +33,8 @@ from nuwa_server.protocol import (
     serial_newer,
 )
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 VECTORS_PATH = Path(__file__).resolve().parents[2] / "spec" / "protocol_v1_vectors.json"
 VECTORS: dict[str, Any] = json.loads(VECTORS_PATH.read_text())
 FUZZ_EXAMPLES = 500

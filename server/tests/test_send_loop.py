@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from nuwa_server.config import SessionConfig, now_us
 from nuwa_server.protocol import (
     FRAME_HEADER_BYTES,
@@ -16,6 +18,8 @@ from nuwa_server.protocol import (
 )
 from nuwa_server.send_loop import pump
 from nuwa_server.session import NuwaSession
+
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
 PAYLOAD_BYTES = 1200
 FRAME_BYTES = FRAME_HEADER_BYTES + PAYLOAD_BYTES

@@ -20,6 +20,8 @@ from nuwa_server.switch_dqn import (
 from nuwa_server.switch_policy import RECEIVER, SENDER, RuleSwitchPolicy
 from nuwa_server.switcher import ConnectionSwitcher
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 MS = 1000
 S = 1_000_000
 

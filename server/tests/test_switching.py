@@ -12,6 +12,8 @@ from nuwa_server.cc.pacing import ControllerPacer
 from nuwa_server.cc.switching import switch_controller
 from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
 
+pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
+
 MSS = 1200
 
 
