@@ -45,6 +45,18 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
     expect(mixed.stderr).toMatch(/^error: --scheme must be one of shaka, shaka_grants, shaka_nuwa for --player shaka \(got nuwa\)/);
     expect(run("e2e/src/cli-play.ts", ["--help"]).stdout).toContain("--player shaka");
   });
+
+  it("./nuwa play --switch-rule: without --switch rule, or not a JSON object, is refused before anything starts", () => {
+    for (const [args, msg] of [
+      [["--switch-rule", "{}"], /^error: --switch-rule needs --switch rule/],
+      [["--switch", "rule", "--switch-rule", "{"], /^error: --switch-rule is not JSON/],
+      [["--switch", "rule", "--switch-rule", "[1]"], /^error: --switch-rule must be a JSON object/],
+    ] as const) {
+      const r = run("e2e/src/cli-play.ts", [...args]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(msg);
+    }
+  });
   it("./nuwa demo --player/--content: an unknown player or a directory without an MPD is refused before anything starts", () => {
     const bad = run("demo/src/cli.ts", ["--player", "vlc"]);
     expect(bad.status).toBe(2);

@@ -1,9 +1,9 @@
-/** `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON] [--competitor cubic|reno|bbr] [--competitor-start-s S] [--switch none|rule]` (schemes: PLAYER_SCHEMES in play.ts) */
+/** `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON] [--competitor cubic|reno|bbr] [--competitor-start-s S] [--switch none|rule [--switch-rule JSON]]` (schemes: PLAYER_SCHEMES in play.ts) */
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 import { describePlay, findMpd, PLAYER_SCHEMES, PLAYERS, type PlayPlayer, type PlayScheme, runPlay } from "./play.js";
 
 const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trace FILE] [--duration S] [--scheme SCHEME] [--out DIR] [--cc JSON]
-  [--competitor cubic|reno|bbr [--competitor-start-s S (default 5)]] [--switch none|rule]
+  [--competitor cubic|reno|bbr [--competitor-start-s S (default 5)]] [--switch none|rule [--switch-rule JSON]]
   play DASH video through Nuwa under a trace; prints a summary. --content DIR plays your own
   DASH VOD (any packager's output: DIR/manifest.mpd or the one *.mpd in DIR; layouts and
   features in docs/CONTENT.md) instead of the generated ladder; playback stops at --duration
@@ -31,7 +31,9 @@ const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trac
   --competitor SCHEME: a bulk download over a second server with that controller through the
   same bottleneck, from --competitor-start-s after the page loads to the end (issue 18: the
   video next to a download); the summary adds each flow's goodput, the video's share and the
-  video's own queuing delay. --switch rule: the Nuwa server's controller switching.`;
+  video's own queuing delay. --switch rule: the Nuwa server's controller switching; --switch-rule
+  JSON changes the rule's thresholds (the server's --switch-rule, fields of RuleConfig in
+  server/nuwa_server/switch_policy.py), e.g. '{"probe_fail_min_samples": null}'.`;
 const values = parseCli(USAGE, {
   trace: { type: "string", default: "traces/4G/mahimahi-verizon-lte-short.mahi" },
   duration: { type: "string", default: "60" },
@@ -43,6 +45,7 @@ const values = parseCli(USAGE, {
   competitor: { type: "string" },
   "competitor-start-s": { type: "string", default: "5" },
   switch: { type: "string", default: "none" },
+  "switch-rule": { type: "string" },
 });
 const cc = parseCcJson(USAGE, values.cc);
 const player = values.player as PlayPlayer;
@@ -70,5 +73,16 @@ const competitor_start_s = Number(values["competitor-start-s"]);
 if (!(competitor_start_s >= 0 && competitor_start_s < duration_s)) usageError(USAGE, `--competitor-start-s must be 0..the duration (got ${values["competitor-start-s"]})`);
 const sw = values.switch as "none" | "rule";
 if (!["none", "rule"].includes(sw)) usageError(USAGE, `--switch must be none or rule (got ${values.switch})`);
-const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc, content, competitor, competitor_start_s, switch: sw });
+const switch_rule = values["switch-rule"];
+if (switch_rule !== undefined) {
+  if (sw === "none") usageError(USAGE, "--switch-rule needs --switch rule");
+  let rule: unknown;
+  try {
+    rule = JSON.parse(switch_rule);
+  } catch (e) {
+    usageError(USAGE, `--switch-rule is not JSON: ${(e as Error).message}`);
+  }
+  if (typeof rule !== "object" || rule === null || Array.isArray(rule)) usageError(USAGE, `--switch-rule must be a JSON object (got ${switch_rule})`);
+}
+const s = await runPlay({ trace: values.trace!, scheme, player, duration_s, out_dir: values.out!, cc, content, competitor, competitor_start_s, switch: sw, switch_rule });
 console.log(describePlay(s, values.out!));

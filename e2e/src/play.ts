@@ -100,6 +100,8 @@ export interface PlayOptions {
   competitor_start_s?: number;
   /** The Nuwa server's controller switching (issue 18), default none. */
   switch?: "none" | "rule";
+  /** The switch rule's thresholds changed from their defaults (the server's `--switch-rule` JSON). */
+  switch_rule?: string;
 }
 
 /**
@@ -156,7 +158,7 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
   let worker: ReturnType<typeof startCompetitor> | null = null;
   const web = await serveStatic(`${REPO_ROOT}e2e/pages`);
   try {
-    link = await startLink({ cc: server_cc, content_root: content_dir, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, switch: o.switch, competitor_cc: o.competitor });
+    link = await startLink({ cc: server_cc, content_root: content_dir, trace, delay_ms, queue_packets: o.queue_packets ?? 1000, out, switch: o.switch, switch_rule: o.switch_rule, competitor_cc: o.competitor });
     const server = link.server;
     const emu = link.emulator;
     browser = await launchChromium();
@@ -209,7 +211,7 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
       const flow_log = JSON.parse(readFileSync(`${out}/flows.json`, "utf8")) as FlowLog;
       const competitor_json = JSON.parse(readFileSync(`${out}/competitor.json`, "utf8")) as { errors: string[] };
       const switches = readFileSync(`${out}/server.stderr`, "utf8").split("\n").filter((l) => l.includes("controller switch")).length;
-      summary.competitor = { scheme: o.competitor, start_s: competitor_start_s, switch: o.switch ?? "none", switches, errors: competitor_json.errors, ...competitorFigures(flow_log) };
+      summary.competitor = { scheme: o.competitor, start_s: competitor_start_s, switch: o.switch ?? "none", ...(o.switch_rule ? { switch_rule: o.switch_rule } : {}), switches, errors: competitor_json.errors, ...competitorFigures(flow_log) };
       writeFileSync(`${out}/competitor-summary.json`, JSON.stringify({ ...(summary.competitor as object), emulator_valid: emu_summary.valid, rebuffer_s: summary.rebuffer_s, rebuffer_count: summary.rebuffer_count, bitrate_kbps_mean: summary.bitrate_kbps_mean, qoe_per_chunk: summary.qoe_per_chunk }, null, 1));
     }
     return summary;

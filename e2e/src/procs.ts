@@ -82,6 +82,8 @@ export interface LinkSetup {
   oracle_headroom_ms?: number;
   /** The server's controller switching (`--switch`; issue 18), default none. */
   switch?: "none" | "rule";
+  /** The switch rule's thresholds changed from their defaults (the server's `--switch-rule`, a JSON object). */
+  switch_rule?: string;
   /**
    * A second server with this controller behind the same bottleneck (the emulator's `--route`, its
    * second listen port), for a competing download; the emulator then writes every departure per
@@ -103,7 +105,7 @@ export interface Link {
 export async function startLink(l: LinkSetup): Promise<Link> {
   const server = await startWithReady(
     PYTHON,
-    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`, ...(l.ceiling ? ["--ceiling", l.ceiling] : []), ...(l.oracle_headroom_ms === undefined ? [] : ["--oracle-headroom-ms", String(l.oracle_headroom_ms)]), ...(l.switch && l.switch !== "none" ? ["--switch", l.switch] : [])],
+    ["-m", "nuwa_server.server", "--host", "::", "--port", "0", "--cc", l.cc, "--content-root", l.content_root, "--state-dir", `${REPO_ROOT}.cache/dev-cert`, "--log-dir", `${l.out}/server`, ...(l.ceiling ? ["--ceiling", l.ceiling] : []), ...(l.oracle_headroom_ms === undefined ? [] : ["--oracle-headroom-ms", String(l.oracle_headroom_ms)]), ...(l.switch && l.switch !== "none" ? ["--switch", l.switch] : []), ...(l.switch_rule ? ["--switch-rule", l.switch_rule] : [])],
     `${l.out}/server.stderr`,
   );
   let competitor: Started | null = null;

@@ -137,7 +137,13 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path:
                       (["--sim", "--flows", "nuwa,cubic", "--link-mbps", "10", "--stop-s",
                         "0,10"], "end to end only"),
                       (["--sim", "--flows", "nuwa,cubic", "--link-mbps", "10",
-                        "--switch-mode", "limited"], "--switch-mode: end to end only")):
+                        "--switch-mode", "limited"], "--switch-mode: end to end only"),
+                      (["--flows", "nuwa,cubic", "--link-mbps", "10", "--switch-rule",
+                        '{"min_samples": 5}'], "--switch-rule needs --switch"),
+                      (["--flows", "nuwa,cubic", "--link-mbps", "10", "--switch", "rule",
+                        "--switch-rule", '{"min_sample": 5}'], "unknown field(s) ['min_sample']"),
+                      (["--flows", "nuwa,cubic", "--link-mbps", "10", "--switch", "rule",
+                        "--switch-rule", "[1]"], "must be a JSON object")):
         with pytest.raises(SystemExit) as e:
             main([*argv, "--duration", "20", "--json", j])
         assert e.value.code == 2 and msg in capsys.readouterr().err

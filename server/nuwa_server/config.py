@@ -6,6 +6,8 @@ session); :func:`now_us` is the clock of every ``send_time_us`` stamp.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from dataclasses import dataclass
 
@@ -15,6 +17,7 @@ from .ceiling import CEILING_NAME
 from .grants import GrantConfig
 from .oracle_sender import ORACLE_CC_NAME
 from .protocol import FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES
+from .switch_policy import RuleConfig
 
 WEBTRANSPORT_PATH = "/nuwa"
 """Path of the WebTransport session (PROTOCOL.md, first paragraph)."""
@@ -86,6 +89,10 @@ class SessionConfig:
             (:data:`.switch_dqn.DEFAULT_MODEL_PATH`; missing or unusable: the rule, logged).
         switch_mode: how a switch carries controller state, ``unrestricted`` or
             ``limited`` (:mod:`.cc.switching`).
+        switch_rule: a JSON object of :class:`.switch_policy.RuleConfig` fields to change
+            from their defaults (the rule's thresholds, also the DQN's fallback; the lab's
+            one-factor comparisons), e.g. ``{"probe_fail_min_samples": null}``; None: the
+            defaults.
         sender_cc: the controller of sender-driven control (``cubic`` or ``bbr``).
     """
 
@@ -101,6 +108,7 @@ class SessionConfig:
     switch: str = "none"
     switch_model: str | None = None
     switch_mode: str = "unrestricted"
+    switch_rule: str | None = None
     sender_cc: str = "cubic"
 
     def validate(self) -> SessionConfig:
@@ -124,10 +132,34 @@ class SessionConfig:
         if self.switch_mode not in ("unrestricted", "limited"):
             raise ValueError(f"switch_mode must be unrestricted or limited, got "
                              f"{self.switch_mode!r}")
+        if self.switch_rule is not None and self.switch == "none":
+            raise ValueError("switch_rule needs switch 'rule' or 'dqn'")
+        self.rule_config()
         if self.sender_cc not in SENDER_CCS:
             raise ValueError(f"sender_cc must be one of {SENDER_CCS}, got {self.sender_cc!r}")
         self.grant_config().validate()
         return self
+
+    def rule_config(self) -> RuleConfig:
+        """The switch rule's thresholds: the defaults with ``switch_rule``'s fields changed.
+        Raises ValueError naming the problem (not JSON, not an object, an unknown field, a
+        value :meth:`.switch_policy.RuleConfig.validate` refuses)."""
+        if self.switch_rule is None:
+            return RuleConfig()
+        try:
+            fields = json.loads(self.switch_rule)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"switch_rule is not JSON: {exc}") from None
+        if not isinstance(fields, dict):
+            raise ValueError(f"switch_rule must be a JSON object, got {self.switch_rule!r}")
+        known = {f.name for f in dataclasses.fields(RuleConfig)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(f"switch_rule: unknown field(s) {unknown}; known: {sorted(known)}")
+        try:
+            return RuleConfig(**fields).validate()
+        except TypeError as exc:  # a value of the wrong type met a comparison
+            raise ValueError(f"switch_rule: {exc}") from None
 
     @property
     def frame_fits_one_packet(self) -> bool:

@@ -315,6 +315,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--switch-mode", choices=SWITCH_MODES, default="unrestricted",
                    help="what a switch carries over: unrestricted (all controller state) or "
                    "limited (connection-level state only) (default unrestricted)")
+    p.add_argument("--switch-rule", default=None, metavar="JSON",
+                   help="--switch rule/dqn: the rule's thresholds to change from their "
+                   "defaults, a JSON object of switch_policy.RuleConfig fields, e.g. "
+                   "'{\"probe_fail_min_samples\": null}'")
     p.add_argument("--sender-cc", choices=SENDER_CCS, default="cubic",
                    help="the controller while sender-driven (default cubic)")
     p.add_argument("--oracle-port", type=int, default=0,
@@ -378,6 +382,7 @@ async def _run(args: argparse.Namespace) -> int:
         switch=args.switch,
         switch_model=args.switch_model,
         switch_mode=args.switch_mode,
+        switch_rule=args.switch_rule,
         sender_cc=args.sender_cc,
     )
     if bool(args.cert) != bool(args.key):

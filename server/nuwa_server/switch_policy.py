@@ -107,6 +107,26 @@ stayed (share 0.38 against 0.56); over three, the replay found neither and the c
 link's leave at the same 2.6 s, and the run that followed had one (share 0.42, Jain 0.972).
 On the LTE traces the leave itself is not seen (docs/BENCHMARKS.md, fifteenth session).
 
+**A probe next to a deep queue (session 17).** A probe back to receiver-driven next to a
+competitor that stayed should fail within about Y. The first detection's condition needs
+``min_samples`` (20) fresh samples in Y, and a probing flow's receiver, seeing a queue it did
+not make, shrinks its window to one frame, so it reads one frame per RTT; where the
+competitor's queue is seconds deep (1,000 packets on 3G), that is a sample every 0.5–8 s and
+the condition cannot hold. Recorded end to end (Norway HSDPA bus, a video next to a Cubic
+download, ``./nuwa play --competitor cubic --switch rule``): the probe at 28.3 s got 6 fresh
+samples in 5 s, 430 ms rising to 1,552 ms, then the queue reached 7.7 s; the probe ended only
+at 48.8 s, when Cubic's losses let the queue fall to 200–300 ms and frames flowed again; the
+flow got 14 kB in those 20 s and the player stalled 12 s. So a probe has its own verdict
+(:meth:`RuleSwitchPolicy.probe_failed`): it fails when at least ``probe_fail_min_samples`` (4)
+fresh samples since it began are all at least X, from a standing queue and without a long
+gap (the same tests as the first detection), once it has lasted max(Y, ``probe_drain_factor``
+× the deepest fresh queuing delay of the last Y before it). Alone, the queue a probe starts
+from is our own: at a window of one frame it leaves in about that deepest delay, and the
+samples go under X (one sample under X and the verdict never comes; the first detection's
+condition still can); next to a competitor the queue never goes under X. That probe then
+fails at 31.3 s instead of 48.8 s, and counts as failed (the next waits double), where the
+old one, lasting longer than the probe span, counted as held.
+
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
 """
@@ -115,6 +135,7 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -124,6 +145,9 @@ SENDER: ControlMode = "sender"
 
 _MAX_BINS = 600
 """Delivery bins kept of a sender-driven stint (10 min at 1 s; older ones drop)."""
+
+_MAX_PROBE_SAMPLES = 10_000
+"""Fresh samples kept of a probe (its verdict needs a few; the cap bounds memory)."""
 
 
 @dataclass(slots=True)
@@ -191,6 +215,13 @@ class RuleConfig:
             set off early probes next to a competitor that stayed; the 90th percentile of 5
             instead missed the leave on a constant link, where the receiver's count comes in
             bursts after Cubic's losses (module doc).
+        probe_fail_min_samples / probe_drain_factor: the probe's own verdict (module doc,
+            "A probe next to a deep queue"): a probe back to receiver-driven fails once at
+            least ``probe_fail_min_samples`` fresh samples since it began, from a standing
+            queue and without a long gap, are all at least X, and it has lasted at least
+            max(Y, ``probe_drain_factor`` × the deepest fresh queuing delay of the last Y
+            before it: the time our own bytes of that queue take to leave). None: only the
+            first detection's condition ends a probe.
     """
 
     floor_window_bytes: int | None = None
@@ -211,6 +242,8 @@ class RuleConfig:
     leave_recent_bins: int = 3
     leave_ref_bins: int = 8
     leave_ref_quantile: float = 0.5
+    probe_fail_min_samples: int | None = 4
+    probe_drain_factor: float = 1.5
 
     def validate(self) -> RuleConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -241,6 +274,11 @@ class RuleConfig:
                              f"{self.leave_ref_quantile}")
         if self.leave_backoff_us <= 0:
             raise ValueError(f"leave_backoff_us must be > 0, got {self.leave_backoff_us}")
+        if self.probe_fail_min_samples is not None and self.probe_fail_min_samples < 1:
+            raise ValueError(f"probe_fail_min_samples must be >= 1 or None, got "
+                             f"{self.probe_fail_min_samples}")
+        if not self.probe_drain_factor >= 0:
+            raise ValueError(f"probe_drain_factor must be >= 0, got {self.probe_drain_factor}")
         if self.leave_bin_us <= 0 or self.leave_recent_bins < 1 or self.leave_ref_bins < 1:
             raise ValueError("leave_bin_us must be > 0, leave_recent_bins and leave_ref_bins "
                              ">= 1")
@@ -278,6 +316,12 @@ class RuleSwitchPolicy:
         self._leave: dict[str, float] = {}
         self._left_eval: tuple[int, bool, dict[str, float]] | None = None
         """The last :meth:`competitor_left` (stint bin, result, ratios): it changes by bin."""
+        self._probe_qd: list[tuple[int, int, int | None]] = []
+        """Fresh queuing-delay samples since the probe began (t µs, qd µs, echo µs)."""
+        self._probe_drain_us = 0
+        """How long the probe lets our own bytes of the queue before it leave, µs."""
+        self.failed_probes = 0
+        """Probes ended by their own verdict (:meth:`probe_failed`)."""
 
     def observe(self, now_us: int, window_bytes: int | None = None,
                 queuing_delay_us: int | None = None, echo_us: int | None = None,
@@ -301,6 +345,8 @@ class RuleSwitchPolicy:
                 self.stale_samples += 1
             else:
                 self._qd.append((now_us, queuing_delay_us, echo_us))
+                if self._probing_since_us is not None and len(self._probe_qd) < _MAX_PROBE_SAMPLES:
+                    self._probe_qd.append((now_us, queuing_delay_us, echo_us))
                 fresh_qd = queuing_delay_us
                 if echo_us is not None:
                     self._last_echo_us = echo_us
@@ -348,16 +394,19 @@ class RuleSwitchPolicy:
         that went (nearly) dark delivers frames sent within a moment over seconds, each read
         later than the last by the time that passed (share ≈ 0), and a frame sent after the
         link came back adds only the short wait it read. True without echoes or read time."""
-        return self._send_share() >= self.config.min_send_span_share
+        return self._send_share(self._qd) >= self.config.min_send_span_share
 
-    def _send_share(self) -> float:
-        """Σ min(Δsend, Δread) ÷ Σ Δread over consecutive fresh samples (:meth:`standing`);
-        1.0 without echoes on every sample or without read time."""
-        if any(e is None for _, _, e in self._qd):
+    @staticmethod
+    def _send_share(samples: Iterable[tuple[int, int, int | None]]) -> float:
+        """Σ min(Δsend, Δread) ÷ Σ Δread over consecutive fresh ``samples`` (t µs, qd µs,
+        echo µs; :meth:`standing`); 1.0 without echoes on every sample or without read
+        time."""
+        samples = list(samples)
+        if any(e is None for _, _, e in samples):
             return 1.0
         read = explained = 0
         prev: tuple[int, int, int | None] | None = None
-        for cur in self._qd:
+        for cur in samples:
             if prev is not None:
                 d_read = cur[0] - prev[0]
                 d_send = max(0, (cur[2] or 0) - (prev[2] or 0))
@@ -375,7 +424,7 @@ class RuleSwitchPolicy:
         qd = [q for _, q, _ in self._qd]
         return {"samples": len(qd), "min_ms": min(qd, default=0) / 1000,
                 "max_ms": max(qd, default=0) / 1000,
-                "send_share": round(self._send_share(), 3),
+                "send_share": round(self._send_share(self._qd), 3),
                 "stale_samples": self.stale_samples, **self._leave}
 
     def competitor_left(self, now_us: int) -> bool:
@@ -427,6 +476,31 @@ class RuleSwitchPolicy:
         self._leave = {"rate_ratio": round(rate_ratio, 3), "qd_ratio": round(qd_ratio, 3)}
         return rate_ratio >= c.leave_rate_factor and qd_ratio <= c.leave_qd_factor
 
+    def probe_failed(self, now_us: int) -> bool:
+        """The probe's own verdict (module doc, "A probe next to a deep queue"): on a probe
+        back to receiver-driven that has lasted max(Y, the drain allowance), at least
+        ``probe_fail_min_samples`` fresh samples since it began, every one at least X, from
+        a standing queue (:meth:`standing`'s share over them), with no gap longer than
+        max(``max_gap_us``, ``gap_qd_factor`` × the queuing delay before it) from the
+        probe's start (the first gap measured against the queue before the probe)."""
+        c = self.config
+        since = self._probing_since_us
+        if c.probe_fail_min_samples is None or self.mode != RECEIVER or since is None:
+            return False
+        if now_us - since < max(c.hold_us, self._probe_drain_us):
+            return False
+        samples = self._probe_qd
+        if len(samples) < c.probe_fail_min_samples:
+            return False
+        if min(q for _, q, _ in samples) < c.queue_floor_ms * 1000:
+            return False  # the queue drained once: our own, or the competitor left
+        prev_t, prev_qd = since, int(self._probe_drain_us / max(c.probe_drain_factor, 1e-9))
+        for t, q in [*((t, q) for t, q, _ in samples), (now_us, 0)]:
+            if t - prev_t > max(c.max_gap_us, c.gap_qd_factor * prev_qd):
+                return False
+            prev_t, prev_qd = t, q
+        return self._send_share(samples) >= c.min_send_span_share
+
     def _covers_hold(self, now_us: int) -> bool:
         """The fresh samples of the last Y leave no gap longer than max(``max_gap_us``,
         ``gap_qd_factor`` × the queuing delay before it), from Y's start to ``now_us``."""
@@ -452,6 +526,10 @@ class RuleSwitchPolicy:
             return None
         if self.mode == RECEIVER:
             if in_mode >= c.hold_us and self.competitor_evidence(now_us):
+                return SENDER
+            if self._probing_since_us is not None and self.probe_failed(now_us):
+                self.failed_probes += 1
+                self._leave["probe_failed"] = 1
                 return SENDER
             return None
         if in_mode >= self._probe_wait_us:
@@ -487,6 +565,9 @@ class RuleSwitchPolicy:
         elif mode == RECEIVER:
             self._probing_since_us = now_us
             self._probe_is_early = self._deciding_early
+            self.observe(now_us)  # the last Y before the probe: our own queue's depth
+            deepest_us = max((q for _, q, _ in self._qd), default=0)
+            self._probe_drain_us = int(c.probe_drain_factor * deepest_us)
             current = (now_us - self.since_us) // c.leave_bin_us
             self._stint_reference = _reference(
                 [b for b in self._bins if 1 <= b.index < current], 1, c.leave_ref_quantile)
@@ -499,11 +580,14 @@ class RuleSwitchPolicy:
         self._bins.clear()
         self._leave = {}
         self._left_eval = None
+        self._probe_qd = []
 
     @property
     def _probe_span_us(self) -> int:
-        """A probe that lasts longer than this without a switch back has held, µs."""
-        return 2 * self.config.hold_us + self.config.min_dwell_us
+        """A probe that lasts longer than this without a switch back has held, µs (at
+        least Y after its drain allowance, when that is longer)."""
+        c = self.config
+        return max(2 * c.hold_us + c.min_dwell_us, self._probe_drain_us + c.hold_us)
 
     @property
     def qd_samples(self) -> tuple[tuple[int, int], ...]:

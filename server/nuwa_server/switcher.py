@@ -70,8 +70,9 @@ def make_policy(config: SessionConfig, now_us: int,
         from pathlib import Path
 
         path = Path(config.switch_model) if config.switch_model else None
-        return DqnSwitchPolicy(now_us, load_model(path), label=label)
-    return RuleSwitchPolicy(now_us)
+        return DqnSwitchPolicy(now_us, load_model(path), rule_config=config.rule_config(),
+                               label=label)
+    return RuleSwitchPolicy(now_us, config.rule_config())
 
 
 class ConnectionSwitcher:

@@ -523,3 +523,123 @@ def test_a_standing_queue_switches_a_link_that_delivers_old_frames_late_does_not
     ev = q.evidence()
     assert ev["samples"] == 60 and ev["send_share"] < 0.05
     assert p.evidence()["send_share"] == pytest.approx(0.96, abs=0.01)  # qd grows 4 % of time
+
+
+def _to_probe(p: RuleSwitchPolicy, qd_us: int) -> int:
+    """A sender-driven stint next to a competitor (fresh samples every 50 ms at ``qd_us``)
+    up to the timed probe; returns the probe's time (the flow is receiver-driven then)."""
+    sw = feed_sender(p, 0, 4 * S, 2e6, 400 * MS)  # receiver-driven: detection, then sender
+    assert [m for _, m in sw] == [SENDER]
+    t = 4 * S
+    while p.mode == SENDER:  # fresh samples every 50 ms up to the timed probe
+        p.observe(t, 60_000, qd_us, echo_us=t - qd_us, delivered_bytes=12_500)
+        d = p.decide(t)
+        if d is not None:
+            p.switched(t, d)
+        t += 50 * MS
+        assert t < 60 * S
+    return t - 50 * MS
+
+
+def _probe_reads(p: RuleSwitchPolicy, reads: list[tuple[float, int]]) -> list[tuple[int, str]]:
+    """Frames read at (t µs, qd µs), each sent qd + 25 ms before it was read (a fresh echo),
+    polled every 50 ms as the switcher polls; returns the switches."""
+    out: list[tuple[int, str]] = []
+    t_end = int(reads[-1][0])
+    pending = list(reads)
+    for t in range(int(reads[0][0]) - 50 * MS, t_end + 50 * MS, 50 * MS):
+        while pending and pending[0][0] <= t:
+            tr, q = pending.pop(0)
+            p.observe(int(tr), 1200, q, echo_us=int(tr) - q - 25 * MS)
+        d = p.decide(t)
+        if d is not None:
+            p.switched(t, d)
+            out.append((t, d))
+    return out
+
+
+def test_a_probe_next_to_a_deep_queue_fails_on_the_few_frames_it_reads() -> None:
+    """Recorded end to end (Norway HSDPA, a video next to a Cubic download, session 16): on a
+    probe the window fell to one frame and a frame came back every 0.6–1.6 s, its queuing
+    delay rising, then the queue reached 7.7 s; the first detection's 20 samples in Y never
+    came and the flow starved 20 s. The probe's own verdict ends it once it has lasted Y,
+    and it counts as failed (the next wait doubles). Without the verdict: no switch back."""
+    reads = [(0.58, 430), (1.17, 532), (1.82, 603), (2.59, 714), (3.62, 982), (5.23, 1552),
+             (13.0, 7741), (18.5, 5391)]
+    for cfg, want in ((RuleConfig(), 1), (RuleConfig(probe_fail_min_samples=None), 0)):
+        p = RuleSwitchPolicy(0, cfg)
+        t_probe = _to_probe(p, 700 * MS)
+        sw = _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in reads])
+        assert [m for _, m in sw] == [SENDER] * want
+        if want:
+            # Y after the probe (the allowance, 1.5 × 700 ms, is shorter), 4 reads by then
+            assert sw[0][0] - t_probe == pytest.approx(3 * S, abs=0.06 * S)
+            assert p.failed_probes == 1 and p.probe_wait_us == 2 * cfg.probe_us
+        else:
+            assert p.failed_probes == 0 and p.mode == RECEIVER
+
+
+def test_alone_a_probe_drains_its_own_deep_queue_and_stays() -> None:
+    """The queue a probe starts from may be our own (Cubic's, sender-driven, alone): at one
+    frame it leaves in about its depth, the samples fall under X and the probe holds; the
+    verdict waits 1.5 × the deepest delay before the probe (6 s here: 9 s), so a slow drain
+    that is still above X at Y is no failure."""
+    p = RuleSwitchPolicy(0)
+    t_probe = _to_probe(p, 6000 * MS)
+    draining = [(1.0, 5200), (2.5, 4100), (4.0, 3000), (5.5, 1900), (7.0, 900), (8.5, 120),
+                (8.9, 30)]
+    assert _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in draining]) == []
+    # the rest of the probe: our own queue near Td; it holds
+    assert run_policy(p, t_probe + 9 * S, t_probe + 40 * S, window=30_000, qd_us=20 * MS) == []
+    assert p.mode == RECEIVER and p.failed_probes == 0 and p._probing_since_us is None
+    # the same queue still above X at 8.5 s (a link that slowed): no verdict before 9 s
+    p2 = RuleSwitchPolicy(0)
+    t2 = _to_probe(p2, 6000 * MS)
+    slow = [(1.0 + 0.5 * k, 5200 - 400 * k) for k in range(12)]  # 5.2 s down to 0.8 s at 6.5 s
+    assert _probe_reads(p2, [(t2 + r * S, q * MS) for r, q in slow]) == []
+
+
+def test_an_outage_during_a_probe_is_no_verdict() -> None:
+    """A link that goes dark on a probe delivers frames sent within a moment over seconds
+    (each read later by the time that passed, its queuing delay growing): no standing
+    queue, no verdict; so does a probe that reads fewer than 4 frames."""
+    p = RuleSwitchPolicy(0)
+    t_probe = _to_probe(p, 700 * MS)
+    sent = t_probe + 200 * MS  # all sent at once, read one a second
+    for k in range(8):
+        t = t_probe + (1 + k) * S
+        p.observe(t, 1200, t - sent, echo_us=sent + k * MS)
+        assert p.decide(t) is None
+    p2 = RuleSwitchPolicy(0)
+    t2 = _to_probe(p2, 700 * MS)
+    three = [(0.6, 430), (1.9, 900), (3.4, 1500)]
+    assert _probe_reads(p2, [(t2 + r * S, q * MS) for r, q in three]) == []
+    assert all(p2.decide(t2 + k * 100 * MS) is None for k in range(35, 80))
+
+
+def test_bad_probe_verdict_config() -> None:
+    with pytest.raises(ValueError, match="probe_fail_min_samples"):
+        RuleConfig(probe_fail_min_samples=0).validate()
+    with pytest.raises(ValueError, match="probe_drain_factor"):
+        RuleConfig(probe_drain_factor=-1.0).validate()
+
+
+def test_the_rule_thresholds_come_from_the_servers_switch_rule() -> None:
+    """``--switch-rule JSON`` (SessionConfig.switch_rule): fields changed from the defaults
+    reach the policy the switcher makes; anything else is a ValueError naming it."""
+    from nuwa_server.config import SessionConfig
+    from nuwa_server.switcher import make_policy
+
+    cfg = SessionConfig(switch="rule", switch_rule='{"probe_fail_min_samples": null, '
+                        '"hold_us": 4000000}').validate()
+    policy = make_policy(cfg, 0)
+    assert isinstance(policy, RuleSwitchPolicy)
+    assert policy.config == RuleConfig(probe_fail_min_samples=None, hold_us=4_000_000)
+    assert make_policy(SessionConfig(switch="rule").validate(), 0).config == RuleConfig()
+    for rule, msg in (('{"hold_us": 0}', "hold_us"), ("{", "not JSON"), ("3", "JSON object"),
+                      ('{"holdus": 1}', "unknown field"),
+                      ('{"probe_drain_factor": "x"}', "switch_rule")):
+        with pytest.raises(ValueError, match=msg):
+            SessionConfig(switch="rule", switch_rule=rule).validate()
+    with pytest.raises(ValueError, match="needs switch"):
+        SessionConfig(switch_rule="{}").validate()

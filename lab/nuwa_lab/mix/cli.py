@@ -47,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how a switch carries controller state (the server's --switch-mode; "
                    "unrestricted: window, RTT, min RTT and rate state; limited: connection-"
                    "level state only; end to end only)")
+    p.add_argument("--switch-rule", default=None, metavar="JSON",
+                   help="the switch rule's thresholds changed from their defaults (the "
+                   "server's --switch-rule: a JSON object of RuleConfig fields, "
+                   "server/nuwa_server/switch_policy.py), e.g. "
+                   "'{\"probe_fail_min_samples\": null}'")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--trace", help="Mahimahi trace of the bottleneck")
     g.add_argument("--link-mbps", type=float, help="constant-rate bottleneck, Mbit/s")
@@ -92,6 +97,15 @@ def validate(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error(f"--duration must be in (0, 3600] s, got {a.duration}")
     if a.start_gap_s < 0 or (len(a.flow_list) - 1) * a.start_gap_s >= a.duration:
         p.error("--start-gap-s must be >= 0 and start every flow before --duration")
+    if a.switch_rule is not None:
+        from nuwa_server.config import SessionConfig
+
+        if a.switch == "none":
+            p.error("--switch-rule needs --switch rule or dqn")
+        try:
+            SessionConfig(switch=a.switch, switch_rule=a.switch_rule).validate()
+        except ValueError as exc:
+            p.error(f"--switch-rule: {exc}")
     if a.sim and a.switch_mode != "unrestricted":
         p.error("--switch-mode: end to end only (the simulator switches unrestricted)")
     a.stop_list = [0.0] * len(a.flow_list)
@@ -128,9 +142,10 @@ def run_sim(a: argparse.Namespace) -> dict[str, Any]:
     trace = load_trace(a.trace) if a.trace else constant_rate_trace(a.link_mbps * 1e6)
     cfg = SimConfig(one_way_delay_ms=a.delay_ms, queue_packets=a.queue_packets,
                     start_gap_s=a.start_gap_s, duration_s=a.duration, seed=a.seed,
-                    switch_model=a.switch_model)
+                    switch_model=a.switch_model, switch_rule=a.switch_rule)
     out = simulate(a.flow_list, trace, cfg, switch=a.switch)
-    out.update({"mode": "sim", "switch": a.switch, "duration_s": a.duration,
+    out.update({"mode": "sim", "switch": a.switch, "switch_rule": a.switch_rule,
+                "duration_s": a.duration,
                 "start_gap_s": a.start_gap_s, "queue_packets": a.queue_packets,
                 "trace": str(a.trace) if a.trace else f"constant {a.link_mbps} Mbps",
                 "errors": []})

@@ -101,6 +101,8 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
                 if getattr(a, "switch_model", None):
                     cmd += ["--switch-model", a.switch_model]
                 cmd += ["--switch-mode", getattr(a, "switch_mode", "unrestricted")]
+                if getattr(a, "switch_rule", None):
+                    cmd += ["--switch-rule", a.switch_rule]
             return _start_ready(cmd, out / f"server-{k}.stderr")
 
         with ThreadPoolExecutor(len(kinds)) as pool:  # the servers start side by side
@@ -172,6 +174,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
         "mode": "emulator",
         "switch": a.switch,
         "switch_mode": getattr(a, "switch_mode", "unrestricted"),
+        "switch_rule": getattr(a, "switch_rule", None),
         "duration_s": a.duration,
         "start_gap_s": a.start_gap_s,
         "queue_packets": a.queue_packets,

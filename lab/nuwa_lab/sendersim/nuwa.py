@@ -85,14 +85,15 @@ class NuwaSender(QuicSender):
     """The server side of a Nuwa flow (module doc)."""
 
     def __init__(self, path: Path, flow: int, start_ms: float, switch: str = "none",
-                 switch_model: str | None = None) -> None:
+                 switch_model: str | None = None, switch_rule: str | None = None) -> None:
         super().__init__(path, flow, CEILING_NAME, start_ms)
         self.grants = GrantState(GrantConfig(enforce=True), start_time_us=int(start_ms * 1000))
         self._budget: WriteBudget | None = None
         self._grant_seq = 0
         # --switch rule: the server's rule (nuwa_server.switch_policy) and swap
         # (nuwa_server.switcher.set_control_mode), fed as ConnectionSwitcher feeds them
-        self.switch_config = SessionConfig(switch=switch, switch_model=switch_model).validate()
+        self.switch_config = SessionConfig(switch=switch, switch_model=switch_model,
+                                           switch_rule=switch_rule).validate()
         self.policy = (make_policy(self.switch_config, int(start_ms * 1000), f"flow {flow}")
                        if switch != "none" else None)
         self._rtt_min_us: int | None = None
@@ -224,9 +225,11 @@ class NuwaReceiver(QuicReceiver):
 
 def make_nuwa_flow(path: Path, flow: int, start_ms: float, ack_every: int,
                    max_ack_delay_ms: float, bridge: Bridge, switch: str = "none",
-                   switch_model: str | None = None) -> tuple[NuwaSender, NuwaReceiver]:
+                   switch_model: str | None = None,
+                   switch_rule: str | None = None) -> tuple[NuwaSender, NuwaReceiver]:
     """A Nuwa flow's sender and receiver; its controller is session ``flow`` of ``bridge``
     (one bridge serves every Nuwa flow of a run); ``switch``: ``none`` or ``rule`` (the
-    server's ``--switch``; ``dqn``: ``switch_model``, the server's ``--switch-model``)."""
-    sender = NuwaSender(path, flow, start_ms, switch, switch_model)
+    server's ``--switch``; ``dqn``: ``switch_model``, the server's ``--switch-model``);
+    ``switch_rule``: the rule's thresholds changed (the server's ``--switch-rule`` JSON)."""
+    sender = NuwaSender(path, flow, start_ms, switch, switch_model, switch_rule)
     return sender, NuwaReceiver(path, sender, bridge, ack_every, max_ack_delay_ms)

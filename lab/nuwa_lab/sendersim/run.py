@@ -37,7 +37,8 @@ class SimConfig:
     that utilization and queuing delay leave out (s; ``bulk_metrics.py`` leaves out 2), and the
 random loss before the queue (a probability per packet, seeded by ``seed``); ``pbq`` flows'
 ONNX model (None: the checkout's ``models/pbq.onnx``; :mod:`.agents`); ``--switch dqn``'s
-Q-network (None: the checkout's ``models/switch-dqn.onnx``)."""
+Q-network (None: the checkout's ``models/switch-dqn.onnx``); the switch rule's thresholds
+changed from their defaults (the server's ``--switch-rule`` JSON; None: the defaults)."""
 
     one_way_delay_ms: float = 25.0
     queue_packets: int | None = 1000
@@ -51,6 +52,7 @@ Q-network (None: the checkout's ``models/switch-dqn.onnx``)."""
     loss_rate: float = 0.0
     pbq_model: str | None = None
     switch_model: str | None = None
+    switch_rule: str | None = None
 
 
 def simulate(schemes: list[str], trace: Trace, cfg: SimConfig,
@@ -115,7 +117,7 @@ def _make_flow(path: Path, scheme: str, start_ms: float, cfg: SimConfig,
             closers.append(bridges[0].close)  # closers run last first: after the sessions
         _, nuwa_receiver = make_nuwa_flow(path, flow, start_ms, cfg.ack_every,
                                           cfg.max_ack_delay_ms, bridges[0], switch,
-                                          cfg.switch_model)
+                                          cfg.switch_model, cfg.switch_rule)
         closers.append(nuwa_receiver.close)
         receiver = nuwa_receiver
     else:
