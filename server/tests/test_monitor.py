@@ -579,6 +579,21 @@ def test_a_probe_next_to_a_deep_queue_fails_on_the_few_frames_it_reads() -> None
             assert p.failed_probes == 0 and p.mode == RECEIVER
 
 
+def test_a_probe_that_sees_the_competitors_queue_drain_once_still_fails() -> None:
+    """Recorded end to end (HSDPA train 13, session 17): on the probe the queue fell to 27 ms
+    once (Cubic's loss), then filled again, a frame read every 0.3 s at 103 ms rising past
+    1 s; the old rule needed 20 samples in Y and the probe lasted 20 s. The verdict looks at
+    the last Y: it fails the probe Y after the drained sample."""
+    reads = [(2.73, 27), (2.88, 103), (3.18, 241), (3.50, 269), (3.81, 260), (4.11, 241),
+             (4.41, 249), (4.72, 258), (5.05, 274), (5.38, 273), (5.71, 280), (6.07, 298),
+             (6.42, 300), (6.81, 337), (7.24, 380)]
+    p = RuleSwitchPolicy(0)
+    t_probe = _to_probe(p, 1600 * MS)  # the drain allowance: 2.4 s, under Y
+    sw = _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in reads])
+    assert [m for _, m in sw] == [SENDER] and p.failed_probes == 1
+    assert sw[0][0] - t_probe == pytest.approx(5.75 * S, abs=0.06 * S)  # 2.73 s + Y
+
+
 def test_alone_a_probe_drains_its_own_deep_queue_and_stays() -> None:
     """The queue a probe starts from may be our own (Cubic's, sender-driven, alone): at one
     frame it leaves in about its depth, the samples fall under X and the probe holds; the
