@@ -240,3 +240,53 @@ def test_replay_finds_the_leave_in_recorded_grants(tmp_path: Path,
     assert main([str(tmp_path), "--config", '{"leave_rate_factor": 1}']) == 2
     assert main([str(tmp_path / "nothing")]) == 2
 
+
+
+def test_replay_probes_of_a_play_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """python -m nuwa_lab.mix.replay --probes: a play run's session logs (server/), its
+    switches from events.jsonl. Sender-driven from 1 s next to a 700 ms queue, a probe at 21 s
+    that reads a frame every 0.6 s at 430 ms and rising (the recorded HSDPA pattern), back at
+    41 s in the run: the shipped rule ends it 3 s in (its verdict); without the verdict, not
+    before the run did; no logs exits 2."""
+    from nuwa_lab.mix.replay import main, probe_ends, read_sessions
+    from nuwa_server.switch_policy import RuleConfig
+
+    t0 = 5_000_000_000
+    rows: list[dict[str, object]] = []
+    cum = 0
+
+    def grant(t: int, qd_us: int, sent_us: int) -> None:
+        nonlocal cum
+        cum += 1200
+        rtt = 50_000 + qd_us
+        rows.append({"recv_time_us": t, "accepted": True, "rtt_us": rtt,
+                     "echo_send_time_us": sent_us, "window_in_force_bytes": 60_000,
+                     "cum_in_force_bytes": cum, "window_bytes": 1200})
+
+    grant(t0, 0, t0 - 50_000)  # the min RTT
+    for k in range(1, 420):  # 21 s, every 50 ms: 700 ms of queue
+        t = t0 + k * 50_000
+        grant(t, 700_000, t - 750_000)
+    for j in range(1, 33):  # the probe: a frame every 0.6 s
+        t = t0 + 21_000_000 + j * 600_000
+        qd = 430_000 + j * 100_000
+        grant(t, qd, t - qd - 50_000)
+    sess = tmp_path / "server" / "s1"
+    sess.mkdir(parents=True)
+    (sess / "grants.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (sess / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in (
+        {"event": "config"},
+        {"event": "switch", "t_us": t0 + 1_000_000, "to_mode": "sender"},
+        {"event": "switch", "t_us": t0 + 21_000_000, "to_mode": "receiver"},
+        {"event": "switch", "t_us": t0 + 41_000_000, "to_mode": "sender"})))
+    grants, switches = read_sessions(tmp_path)
+    assert [m for _, m in switches] == ["sender", "receiver", "sender"] and len(grants) == 452
+    ((start, end, replayed),) = probe_ends(grants, switches, RuleConfig())
+    assert (start, end) == (t0 + 21_000_000, t0 + 41_000_000)
+    assert replayed is not None and abs(replayed - (t0 + 24_000_000)) <= 100_000
+    assert probe_ends(grants, switches, RuleConfig(probe_fail_min_samples=None)) == [
+        (t0 + 21_000_000, t0 + 41_000_000, None)]
+    assert main(["--probes", str(tmp_path)]) == 0
+    assert "probe from 21.0 s: the run went back at 41.0 s, this rule at 24.0 s" in (
+        capsys.readouterr().out)
+    assert main(["--probes", str(tmp_path / "nothing")]) == 2

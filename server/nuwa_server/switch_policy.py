@@ -127,8 +127,9 @@ probe is made after the rule saw a competitor, so it needs less evidence that on
 there than a flow that never saw one. Alone, the queue a probe starts from is our own: at a
 window of one frame it leaves in about that deepest delay (hence the allowance), and from then
 Nuwa holds its queue near Td, under X; next to a competitor the queue stays over X. Replayed on
-the two recordings, the probes fail at 31.3 s and 34.0 s instead of 48.8 s and 48.0 s, and count
-as failed (the next waits double), where the old ones, lasting longer than the probe span,
+the two recordings (``python -m nuwa_lab.mix.replay --probes RUN``; times from the first
+grant), the probes fail at 31.3 s and 33.7 s instead of 48.7 s and 47.6 s, and count as
+failed (the next waits double), where the old ones, lasting longer than the probe span,
 counted as held. The simulator's bulk flows read enough frames on a probe for the first
 detection: the verdict changes none of their runs (docs/BENCHMARKS.md, seventeenth session).
 

@@ -10,7 +10,16 @@ sender-driven stint, reports the first time :meth:`competitor_left` holds, polle
 as the switcher does. A variant that would have probed earlier than the run did cannot be
 followed past the run's own switch.
 
-Usage: ``python -m nuwa_lab.mix.replay out/mix [--config '{"leave_recent_bins": 2}']``.
+``--probes`` replays the probes instead (session 17, "A probe next to a deep queue" in
+``switch_policy.py``): in each probe back to receiver-driven, when the given rule would have
+sent the flow back to sender-driven (its verdict or the first detection, polled every 50 ms),
+against when the run did. It reads a ``./nuwa mix`` run (``logs-nuwa/``) or a ``./nuwa play
+--competitor ... --switch rule`` run (``server/``), the switches from the sessions' own
+``events.jsonl``.
+
+Usage: ``python -m nuwa_lab.mix.replay out/mix [--config '{"leave_recent_bins": 2}']``;
+``python -m nuwa_lab.mix.replay --probes out/play-X [--config '{"probe_fail_min_samples":
+null}']``.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from typing import Any
 from nuwa_server.config import SessionConfig
 from nuwa_server.grants import GrantDecision
 from nuwa_server.protocol import Grant
-from nuwa_server.switch_policy import SENDER, RuleConfig, RuleSwitchPolicy
+from nuwa_server.switch_policy import RECEIVER, SENDER, RuleConfig, RuleSwitchPolicy
 from nuwa_server.switcher import POLL_INTERVAL_US, ConnectionSwitcher
 
 from .run import switch_logs
@@ -98,18 +107,113 @@ def first_evidence(grants: list[tuple[str, dict[str, Any]]], switches: list[tupl
     return out
 
 
+def read_sessions(run_dir: Path) -> tuple[list[tuple[str, dict[str, Any]]],
+                                          list[tuple[int, str]]]:
+    """The accepted grants of a run's Nuwa sessions (``logs-nuwa/`` of a mix, ``server/`` of
+    a play run) as (session, row) by arrival, and their switches (t_us on the server's
+    clock, mode) from the sessions' ``events.jsonl``. Raises FileNotFoundError without grant
+    logs."""
+    files = sorted([*run_dir.glob("logs-nuwa/*/grants.jsonl"),
+                    *run_dir.glob("server/*/grants.jsonl")])
+    if not files:
+        raise FileNotFoundError(f"{run_dir}: no logs-nuwa/*/grants.jsonl or server/*/grants.jsonl")
+    grants = [(f.parent.name, g) for f in files for line in f.read_text().splitlines()
+              if line for g in [json.loads(line)] if g.get("accepted")]
+    grants.sort(key=lambda sg: sg[1]["recv_time_us"])
+    switches = sorted((int(e["t_us"]), str(e["to_mode"])) for f in files
+                      if (f.parent / "events.jsonl").exists()
+                      for line in (f.parent / "events.jsonl").read_text().splitlines()
+                      if line for e in [json.loads(line)] if e.get("event") == "switch")
+    return grants, switches
+
+
+def probe_ends(grants: list[tuple[str, dict[str, Any]]], switches: list[tuple[int, str]],
+               config: RuleConfig) -> list[tuple[int, int | None, int | None]]:
+    """For each probe back to receiver-driven in the run: (its start, when the run switched
+    back to sender-driven or None, when ``config``'s rule would have: its verdict
+    (:meth:`RuleSwitchPolicy.probe_failed`) or the first detection, polled every 50 ms, or
+    None), µs on the server's clock. The grants go through
+    :meth:`ConnectionSwitcher.on_grant`; the run's own switches are followed."""
+    out: list[tuple[int, int | None, int | None]] = []
+    if not grants:
+        return out
+    t0 = int(grants[0][1]["recv_time_us"])
+    sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), t0)
+    p = sw.policy = RuleSwitchPolicy(t0, config.validate())
+    sessions: dict[str, SimpleNamespace] = {}
+    k, next_poll = 0, 0
+    replayed: int | None = None
+
+    def on_probe() -> bool:
+        return p.mode == RECEIVER and p._probing_since_us is not None
+
+    def would_end(t: int) -> bool:
+        return p.probe_failed(t) or (t - p.since_us >= p.config.hold_us
+                                     and p.competitor_evidence(t))
+
+    def follow_switches(until_us: float) -> None:
+        nonlocal k, replayed
+        while k < len(switches) and switches[k][0] <= until_us:
+            ts, mode = switches[k]
+            if mode == SENDER and on_probe():
+                if replayed is None and would_end(ts):  # the server polls between grants
+                    replayed = ts
+                out.append((p.since_us, ts, replayed))
+            p.switched(ts, mode)  # type: ignore[arg-type]
+            replayed = None
+            k += 1
+
+    for name, g in grants:
+        t = int(g["recv_time_us"])
+        follow_switches(t)
+        s = sessions.setdefault(name, SimpleNamespace(name=name, rtt_min_us=None))
+        rtt = g.get("rtt_us")
+        if rtt is not None and (s.rtt_min_us is None or rtt < s.rtt_min_us):
+            s.rtt_min_us = rtt
+        grant = Grant(g.get("grant_seq") or 0, g.get("receiver_time_us") or 0,
+                      g.get("cum_received_bytes") or 0, g.get("window_bytes") or 0,
+                      g.get("echo_send_time_us") or 0, g.get("echo_hold_us") or 0)
+        sw.on_grant(s, GrantDecision(True, g.get("reason", "ok"), grant,  # type: ignore[arg-type]
+                                     int(g["window_in_force_bytes"]),
+                                     int(g["cum_in_force_bytes"]), rtt), t)
+        if t >= next_poll:
+            next_poll = t + POLL_INTERVAL_US
+            if on_probe() and replayed is None and would_end(t):
+                replayed = t
+    follow_switches(float("inf"))  # switches after the last grant
+    if on_probe():
+        out.append((p.since_us, None, replayed))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print each stint's start and first evidence on the run's clock (s); 2 on bad input."""
     ap = argparse.ArgumentParser(prog="python -m nuwa_lab.mix.replay", description=__doc__)
-    ap.add_argument("run_dir", type=Path, help="a ./nuwa mix --out directory")
+    ap.add_argument("run_dir", type=Path, help="a ./nuwa mix --out directory (--probes: or a "
+                    "./nuwa play --competitor --switch rule --out directory)")
     ap.add_argument("--config", default="{}", help="RuleConfig fields as JSON")
+    ap.add_argument("--probes", action="store_true",
+                    help="replay each probe back to receiver-driven (module doc)")
     a = ap.parse_args(argv)
     try:
         config = RuleConfig(**json.loads(a.config)).validate()
-        grants, switches, base_ms = read_run(a.run_dir)
+        if a.probes:
+            grants, switches = read_sessions(a.run_dir)
+        else:
+            grants, switches, base_ms = read_run(a.run_dir)
     except (OSError, ValueError, TypeError, KeyError) as e:
         print(f"replay: {e}", file=sys.stderr)
         return 2
+    if a.probes:
+        t0 = int(grants[0][1]["recv_time_us"]) if grants else 0
+
+        def rel(us: int | None) -> str:
+            return "none" if us is None else f"{(us - t0) / 1e6:.1f} s"
+
+        for start, end, replayed in probe_ends(grants, switches, config):
+            print(f"probe from {rel(start)}: the run went back at {rel(end)}, this rule at "
+                  f"{rel(replayed)}")
+        return 0
 
     def s(us: int | None) -> str:
         return "none" if us is None else f"{us / 1e6 - base_ms / 1e3:.1f} s"
