@@ -367,13 +367,7 @@ class RuleSwitchPolicy:
     def competitor_evidence(self, now_us: int) -> bool:
         """The receiver-driven condition over the last Y (module doc)."""
         c = self.config
-        self.observe(now_us)
-        qd = [q for _, q, _ in self._qd]
-        if len(qd) < c.min_samples or min(qd) < c.queue_floor_ms * 1000:
-            return False
-        if not self._covers_hold(now_us):
-            return False
-        if not self.standing(now_us):
+        if not self._queue_stood(now_us, c.min_samples):
             return False
         if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True
@@ -482,9 +476,14 @@ class RuleSwitchPolicy:
             return False
         if now_us - since < max(c.hold_us, self._probe_drain_us):
             return False
+        return self._queue_stood(now_us, c.probe_fail_min_samples)
+
+    def _queue_stood(self, now_us: int, min_samples: int) -> bool:
+        """At least ``min_samples`` fresh samples in the last Y, every one at least X,
+        covering Y (:meth:`_covers_hold`), from a standing queue (:meth:`standing`)."""
         self.observe(now_us)
         qd = [q for _, q, _ in self._qd]
-        if len(qd) < c.probe_fail_min_samples or min(qd) < c.queue_floor_ms * 1000:
+        if len(qd) < min_samples or min(qd) < self.config.queue_floor_ms * 1000:
             return False
         return self._covers_hold(now_us) and self.standing(now_us)
 
@@ -514,7 +513,7 @@ class RuleSwitchPolicy:
         if self.mode == RECEIVER:
             if in_mode >= c.hold_us and self.competitor_evidence(now_us):
                 return SENDER
-            if self._probing_since_us is not None and self.probe_failed(now_us):
+            if self.probe_failed(now_us):
                 self.failed_probes += 1
                 self._leave["probe_failed"] = 1
                 return SENDER

@@ -40,6 +40,40 @@ from nuwa_server.switcher import POLL_INTERVAL_US, ConnectionSwitcher
 from .run import switch_logs
 
 
+def _accepted_grants(files: list[Path]) -> list[tuple[str, dict[str, Any]]]:
+    """The accepted grants of these ``grants.jsonl`` files as (session, row), by arrival."""
+    grants = [(f.parent.name, g) for f in files for line in f.read_text().splitlines()
+              if line for g in [json.loads(line)] if g.get("accepted")]
+    grants.sort(key=lambda sg: sg[1]["recv_time_us"])
+    return grants
+
+
+def _switcher(grants: list[tuple[str, dict[str, Any]]],
+              config: RuleConfig) -> tuple[ConnectionSwitcher, RuleSwitchPolicy]:
+    """A switcher with ``config``'s rule, from the first grant's arrival."""
+    t0 = int(grants[0][1]["recv_time_us"])
+    sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), t0)
+    p = RuleSwitchPolicy(t0, config.validate())
+    sw.policy = p
+    return sw, p
+
+
+def _feed(sw: ConnectionSwitcher, sessions: dict[str, SimpleNamespace], name: str,
+          g: dict[str, Any]) -> None:
+    """One logged grant of session ``name`` through :meth:`ConnectionSwitcher.on_grant`, the
+    session's min RTT kept as ``NuwaSession.on_datagram`` keeps it."""
+    s = sessions.setdefault(name, SimpleNamespace(name=name, rtt_min_us=None))
+    rtt = g.get("rtt_us")
+    if rtt is not None and (s.rtt_min_us is None or rtt < s.rtt_min_us):
+        s.rtt_min_us = rtt
+    grant = Grant(g.get("grant_seq") or 0, g.get("receiver_time_us") or 0,
+                  g.get("cum_received_bytes") or 0, g.get("window_bytes") or 0,
+                  g.get("echo_send_time_us") or 0, g.get("echo_hold_us") or 0)
+    sw.on_grant(s, GrantDecision(True, g.get("reason", "ok"), grant,  # type: ignore[arg-type]
+                                 int(g["window_in_force_bytes"]),
+                                 int(g["cum_in_force_bytes"]), rtt), int(g["recv_time_us"]))
+
+
 def read_run(run_dir: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[int, str]],
                                      float]:
     """The accepted grants of the run's Nuwa sessions as (session, row), by arrival; its
@@ -49,9 +83,7 @@ def read_run(run_dir: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[tupl
     files = sorted(run_dir.glob("logs-nuwa/**/grants.jsonl"))
     if not files:
         raise FileNotFoundError(f"{run_dir}: no logs-nuwa/**/grants.jsonl")
-    grants = [(f.parent.name, g) for f in files for line in f.read_text().splitlines()
-              if line for g in [json.loads(line)] if g.get("accepted")]
-    grants.sort(key=lambda sg: sg[1]["recv_time_us"])
+    grants = _accepted_grants(files)
     switches = sorted((t, m) for log in switch_logs(run_dir, ["nuwa"]).values()
                       for t, m in log if t is not None)
     base_ms = float(json.loads((run_dir / "emulator-summary.json").read_text())
@@ -67,9 +99,7 @@ def first_evidence(grants: list[tuple[str, dict[str, Any]]], switches: list[tupl
     ``NuwaSession.on_datagram`` keeps it."""
     if not grants:
         return []
-    t0 = int(grants[0][1]["recv_time_us"])
-    sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), t0)
-    p = sw.policy = RuleSwitchPolicy(t0, config.validate())
+    sw, p = _switcher(grants, config)
     sessions: dict[str, SimpleNamespace] = {}
     k, next_poll = 0, 0
     out: list[tuple[int, int | None]] = []
@@ -88,16 +118,7 @@ def first_evidence(grants: list[tuple[str, dict[str, Any]]], switches: list[tupl
             if p.mode == SENDER:
                 start, first = ts, None
             k += 1
-        s = sessions.setdefault(name, SimpleNamespace(name=name, rtt_min_us=None))
-        rtt = g.get("rtt_us")
-        if rtt is not None and (s.rtt_min_us is None or rtt < s.rtt_min_us):
-            s.rtt_min_us = rtt
-        grant = Grant(g.get("grant_seq") or 0, g.get("receiver_time_us") or 0,
-                      g.get("cum_received_bytes") or 0, g.get("window_bytes") or 0,
-                      g.get("echo_send_time_us") or 0, g.get("echo_hold_us") or 0)
-        sw.on_grant(s, GrantDecision(True, g.get("reason", "ok"), grant,  # type: ignore[arg-type]
-                                     int(g["window_in_force_bytes"]),
-                                     int(g["cum_in_force_bytes"]), rtt), t)
+        _feed(sw, sessions, name, g)
         if t >= next_poll:
             next_poll = t + POLL_INTERVAL_US
             if p.mode == SENDER and first is None and p.competitor_left(t):
@@ -117,9 +138,7 @@ def read_sessions(run_dir: Path) -> tuple[list[tuple[str, dict[str, Any]]],
                     *run_dir.glob("server/*/grants.jsonl")])
     if not files:
         raise FileNotFoundError(f"{run_dir}: no logs-nuwa/*/grants.jsonl or server/*/grants.jsonl")
-    grants = [(f.parent.name, g) for f in files for line in f.read_text().splitlines()
-              if line for g in [json.loads(line)] if g.get("accepted")]
-    grants.sort(key=lambda sg: sg[1]["recv_time_us"])
+    grants = _accepted_grants(files)
     switches = sorted((int(e["t_us"]), str(e["to_mode"])) for f in files
                       if (f.parent / "events.jsonl").exists()
                       for line in (f.parent / "events.jsonl").read_text().splitlines()
@@ -137,9 +156,7 @@ def probe_ends(grants: list[tuple[str, dict[str, Any]]], switches: list[tuple[in
     out: list[tuple[int, int | None, int | None]] = []
     if not grants:
         return out
-    t0 = int(grants[0][1]["recv_time_us"])
-    sw = ConnectionSwitcher(SessionConfig(switch="rule").validate(), t0)
-    p = sw.policy = RuleSwitchPolicy(t0, config.validate())
+    sw, p = _switcher(grants, config)
     sessions: dict[str, SimpleNamespace] = {}
     k, next_poll = 0, 0
     replayed: int | None = None
@@ -166,16 +183,7 @@ def probe_ends(grants: list[tuple[str, dict[str, Any]]], switches: list[tuple[in
     for name, g in grants:
         t = int(g["recv_time_us"])
         follow_switches(t)
-        s = sessions.setdefault(name, SimpleNamespace(name=name, rtt_min_us=None))
-        rtt = g.get("rtt_us")
-        if rtt is not None and (s.rtt_min_us is None or rtt < s.rtt_min_us):
-            s.rtt_min_us = rtt
-        grant = Grant(g.get("grant_seq") or 0, g.get("receiver_time_us") or 0,
-                      g.get("cum_received_bytes") or 0, g.get("window_bytes") or 0,
-                      g.get("echo_send_time_us") or 0, g.get("echo_hold_us") or 0)
-        sw.on_grant(s, GrantDecision(True, g.get("reason", "ok"), grant,  # type: ignore[arg-type]
-                                     int(g["window_in_force_bytes"]),
-                                     int(g["cum_in_force_bytes"]), rtt), t)
+        _feed(sw, sessions, name, g)
         if t >= next_poll:
             next_poll = t + POLL_INTERVAL_US
             if on_probe() and replayed is None and would_end(t):
