@@ -1,6 +1,18 @@
 /** @nuwa/player: the Nuwa receiver in the browser (WebTransport session, grants, bulk download). */
 
-export { type AbrDecision, abrSafetyFactor, achievableKbps, chooseBitrateKbps, decideMpc, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions } from "./dash/abr.js";
+export {
+  ABANDON_MIN_ELAPSED_MS,
+  type AbrDecision,
+  abrSafetyFactor,
+  achievableKbps,
+  chooseBitrateKbps,
+  decideMpc,
+  type FragmentRequestLike,
+  makeNuwaAbandonRule,
+  makeNuwaAbrRule,
+  makeThroughputOverride,
+  type NuwaMpcOptions,
+} from "./dash/abr.js";
 export { type AttachOptions, attachNuwa, type ContentErrorEvent, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
 export {
   createNuwaPlayer,
@@ -13,7 +25,21 @@ export {
   type NuwaPlayerOptions,
 } from "./dash/create.js";
 export { cmcdOf, DEFAULT_LOADER_OPTIONS, failureStatus, type LoadedRequest, type LoaderOptions, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader } from "./dash/loader.js";
-export { bruteForcePlan, MPC_DEFAULTS, MPC_REBUFFER_PENALTY, MpcHistory, type MpcInput, type MpcPlan, mpcPlan, mpcStep, robustThroughputKbps, type SegmentSample } from "./dash/mpc.js";
+export {
+  type AbandonDecision,
+  type AbandonInput,
+  bruteForcePlan,
+  MPC_DEFAULTS,
+  MPC_REBUFFER_PENALTY,
+  MpcHistory,
+  type MpcInput,
+  type MpcPlan,
+  mpcAbandon,
+  mpcPlan,
+  mpcStep,
+  robustThroughputKbps,
+  type SegmentSample,
+} from "./dash/mpc.js";
 export { checkMpd, type MpdCheckOptions, NuwaContentError, parseSidx, type RepresentationIndex, type SegmentSize, SegmentSizes, segmentIndexPlan, type UnsupportedFeature } from "./dash/mpd.js";
 export { attachRlTuner, RL_CC, type RlTuning } from "./dash/rl.js";
 export { TypedEmitter, type Unsubscribe } from "./emitter.js";

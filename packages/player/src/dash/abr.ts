@@ -9,7 +9,7 @@
  *    and returns the decision with its reason.
  */
 import type { NuwaController } from "@nuwa/cc";
-import { MPC_DEFAULTS, type MpcHistory, mpcPlan, robustThroughputKbps } from "./mpc.js";
+import { MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcPlan, robustThroughputKbps } from "./mpc.js";
 
 /** A source of the current estimate in kbit/s (dash.js's unit) and the latency in ms. */
 export interface EstimateSource {
@@ -328,4 +328,86 @@ export function decideMpc(
     predicted_kbps: rob.predicted_kbps,
     why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}`,
   };
+}
+
+/** dash.js's FragmentRequest fields the abandonment rule reads (dash.js 5 FragmentRequest, updated by HTTPLoader on progress). */
+export interface FragmentRequestLike {
+  index?: number;
+  bytesLoaded?: number;
+  bytesTotal?: number;
+  /** When the request was sent (HTTPLoader sets it). */
+  startDate?: Date | null;
+  representation?: RepresentationLike | null;
+}
+interface AbandonRulesContext extends RulesContext {
+  getCurrentRequest?(): FragmentRequestLike | null | undefined;
+}
+
+/** A download is judged only after this long, ms: the estimate must have seen it (dash.js's minSegmentDownloadTimeThresholdInMs). */
+export const ABANDON_MIN_ELAPSED_MS = 500;
+
+/**
+ * Build the MPC's abandonment rule for `player.addABRCustomRule("abandonFragmentRules", ...)`:
+ * dash.js calls `shouldAbandon` on each progress event of a segment download; for video, once
+ * the download has run ABANDON_MIN_ELAPSED_MS, it asks `mpcAbandon` (mpc.ts) whether to restart
+ * that segment at a lower rung, with the throughput the flow gets now (Nuwa's capacity × the
+ * flow's measured share, as the MPC predicts; the download's own rate when the estimate is not a
+ * capacity figure), the buffer, and the segment's real sizes where the index gives them (else
+ * the download's size scaled by bitrate). Each segment is abandoned at most once (as dash.js's
+ * AbandonRequestsRule). dash.js then aborts the download and requests the segment at the rung
+ * returned; the MPC (makeNuwaAbrRule) decides the segments after it.
+ * @param now_ms wall clock, ms (dash.js stamps `startDate` with Date)
+ */
+export function makeNuwaAbandonRule(
+  src: EstimateSource,
+  createSwitchRequest: (context: unknown) => { representation?: unknown; priority?: number; reason?: unknown },
+  bufferLevelS: (media_type: string) => number,
+  mpc: NuwaMpcOptions,
+  onDecision?: (d: AbrDecision) => void,
+  now_ms: () => number = () => Date.now(),
+): (() => object) & { __dashjs_factory_name: string } {
+  const NuwaAbandonRule = function (this: { context: unknown }) {
+    const context = this.context;
+    const abandoned = new Set<number>();
+    function shouldAbandon(rules: AbandonRulesContext) {
+      const sr = createSwitchRequest(context);
+      const media_type = rules.getMediaType();
+      const req = rules.getCurrentRequest?.();
+      if (media_type !== "video" || !req) return sr; // audio segments are a few kB
+      const index = req.index ?? Number.NaN;
+      const total = req.bytesTotal ?? Number.NaN;
+      const loaded = req.bytesLoaded ?? Number.NaN;
+      const started_ms = req.startDate?.getTime() ?? Number.NaN;
+      const elapsed_ms = now_ms() - started_ms;
+      if (!Number.isFinite(index) || abandoned.has(index) || !(total > 0) || !(loaded >= 0) || loaded >= total || !(elapsed_ms >= ABANDON_MIN_ELAPSED_MS)) return sr;
+      const reps = (rules.getAbrController().getPossibleVoRepresentationsFilteredBySettings?.(rules.getMediaInfo(), true) ?? []).filter((r) => typeof r.bitrateInKbit === "number");
+      const sorted = [...reps].sort((a, b) => a.bitrateInKbit! - b.bitrateInKbit!);
+      const ladder = sorted.map((r) => r.bitrateInKbit!);
+      const cur_kbps = req.representation?.bitrateInKbit ?? Number.NaN;
+      const rung = ladder.findIndex((k) => Math.abs(k - cur_kbps) < 1e-6);
+      if (rung <= 0) return sr; // lowest rung (nothing lower) or not a rung of this ladder
+      const { kbps: est, basis } = estimateWithBasis(src);
+      const { rtt_s, capacity_basis } = predictorInputs(src, basis);
+      const history = mpc.history(media_type);
+      const own_kbps = (loaded * 8) / elapsed_ms; // bytes × 8 / ms = kbit/s
+      const throughput_kbps = capacity_basis === "busy_period" && est > 0 ? robustThroughputKbps(est, capacity_basis, history, rtt_s).predicted_kbps : own_kbps;
+      if (!(throughput_kbps > 0)) return sr;
+      const segment_bytes = sorted.map((r) => mpc.segmentBytes?.(media_type, r, 1) ?? (total * r.bitrateInKbit!) / cur_kbps);
+      const last = history.samples.at(-1);
+      const prev = last ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
+      const buffer_s = bufferLevelS(media_type);
+      const d = mpcAbandon({ ladder_kbps: ladder, rung, prev_rung: prev >= 0 ? prev : null, bytes_total: total, bytes_loaded: loaded, buffer_s, throughput_kbps, segment_bytes, rtt_s });
+      if (d.rung === null) return sr;
+      abandoned.add(index);
+      sr.representation = sorted[d.rung];
+      sr.priority = 0.5;
+      const reason = `[NuwaAbandonRule] segment ${index} at ${cur_kbps} kbit/s: ${((total - loaded) / 1000).toFixed(0)} kB left at ${throughput_kbps.toFixed(0)} kbit/s = ${d.remaining_s.toFixed(1)} s against a buffer of ${buffer_s.toFixed(1)} s → restart at ${ladder[d.rung]} kbit/s (QoE ${d.best_qoe.toFixed(2)} vs ${d.keep_qoe.toFixed(2)} kept)`;
+      sr.reason = { message: reason, throughput: throughput_kbps };
+      onDecision?.({ media_type, estimate_kbps: est, budget_kbps: throughput_kbps, buffer_s, chosen_kbps: ladder[d.rung]!, reason });
+      return sr;
+    }
+    return { shouldAbandon, reset: () => abandoned.clear() };
+  } as unknown as (() => object) & { __dashjs_factory_name: string };
+  NuwaAbandonRule.__dashjs_factory_name = "NuwaAbandonRule";
+  return NuwaAbandonRule;
 }

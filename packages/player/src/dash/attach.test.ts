@@ -118,6 +118,14 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
     const ctx = { getMediaInfo: () => ({}), getMediaType: () => "video", getRepresentation: () => reps[0], getAbrController: () => ({ getOptimalRepresentationForBitrate: () => null, getPossibleVoRepresentationsFilteredBySettings: () => reps }) };
     // no session, so no estimate yet
     expect(rule.call({ context: {} }).getSwitchRequest(ctx).representation).toBeUndefined();
+    // the MPC's abandonment replaces dash.js's (switched off with the other built-in rules)
+    const rules = calls.filter((c) => c.method === "addABRCustomRule").map((c) => [c.args[0], c.args[1]]);
+    expect(rules).toEqual([
+      ["qualitySwitchRules", "NuwaAbrRule"],
+      ["abandonFragmentRules", "NuwaAbandonRule"],
+    ]);
+    const off = (calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: { abr: { rules: Record<string, { active: boolean }> } } }).streaming.abr.rules;
+    expect(off.abandonRequestsRule).toEqual({ active: false });
     a.close();
   });
 
@@ -128,6 +136,7 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
     const a = attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "nuwa_rule", reconnect: { initial_attempts: 1 } });
     a.session.catch(() => {});
     expect(buffer(calls)).toEqual({ fastSwitchEnabled: false });
+    expect(calls.filter((c) => c.method === "addABRCustomRule").map((c) => c.args[1])).toEqual(["NuwaAbrRule"]); // no MPC, no MPC abandonment
     a.close();
     expect(() => attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "mpc" as never })).toThrow(/abr must be/);
   });

@@ -11,7 +11,7 @@ import { type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
-import { type AbrDecision, type EstimateSource, makeNuwaAbrRule, makeThroughputOverride } from "./abr.js";
+import { type AbrDecision, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions } from "./abr.js";
 import { makeNuwaLoader } from "./loader.js";
 import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
 import { checkMpd, type NuwaContentError, parseSidx, SegmentSizes, segmentIndexPlan } from "./mpd.js";
@@ -233,16 +233,14 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   }
   if (abr !== "dashjs") {
     const SwitchRequest = dashjs.FactoryMaker.getClassFactoryByName("SwitchRequest");
-    const rule = makeNuwaAbrRule(
-      src,
-      (ctx) => SwitchRequest(ctx).create(),
-      (t) => player.getDashMetrics().getCurrentBufferLevel(t) || 0,
-      (decision) => o.onTelemetry?.({ type: "abr", t_us: now_us(), decision }),
-      abr === "nuwa" ? { history, segmentBytes: (t, rep, n) => (rep.id !== undefined && rep.id !== null ? sizes.upcomingBytes(String(rep.id), next_start_s.get(t) ?? 0, n) : null) } : undefined,
-    );
+    const buffer_level_s = (t: string) => player.getDashMetrics().getCurrentBufferLevel(t) || 0;
+    const on_decision = (decision: AbrDecision) => o.onTelemetry?.({ type: "abr", t_us: now_us(), decision });
+    const mpc_options: NuwaMpcOptions | undefined =
+      abr === "nuwa" ? { history, segmentBytes: (t, rep, n) => (rep.id !== undefined && rep.id !== null ? sizes.upcomingBytes(String(rep.id), next_start_s.get(t) ?? 0, n) : null) } : undefined;
+    const rule = makeNuwaAbrRule(src, (ctx) => SwitchRequest(ctx).create(), buffer_level_s, on_decision, mpc_options);
     // Nuwa's rule decides alone: dash.js's own rules would override it at low buffer
     // (InsufficientBufferRule), undo switches (SwitchHistoryRule) or abandon segments
-    // on progress figures our loader does not produce (AbandonRequestsRule).
+    // with its own rule (AbandonRequestsRule; the MPC has its own, NuwaAbandonRule).
     const off = { active: false };
     player.updateSettings({
       streaming: {
@@ -254,6 +252,11 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       },
     });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));
+    if (mpc_options) {
+      // The MPC's own abandonment (mpc.ts mpcAbandon) in place of dash.js's AbandonRequestsRule.
+      const abandon = makeNuwaAbandonRule(src, (ctx) => SwitchRequest(ctx).create(), buffer_level_s, mpc_options, on_decision);
+      player.addABRCustomRule("abandonFragmentRules", "NuwaAbandonRule", dashjs.FactoryMaker.getClassFactory(abandon));
+    }
   }
   attachment = {
     session,

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { achievableKbps, decideMpc, type EstimateSource, makeThroughputOverride } from "./abr.js";
-import { bruteForcePlan, MpcHistory, type MpcInput, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
+import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride } from "./abr.js";
+import { type AbandonInput, bruteForcePlan, MpcHistory, type MpcInput, mpcAbandon, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
 const bytesOf = (ladder: readonly number[], seg_s = 2, ratio = 1) => ladder.map((k) => (k * 1000 * seg_s * ratio) / 8);
@@ -177,5 +177,99 @@ describe("robustThroughputKbps and MpcHistory", () => {
     // without a history (the MPC path) the raw estimate passes, as before
     const raw = (makeThroughputOverride(src, true) as typeof ext).call({ parent });
     expect(raw.getAverageThroughput("video")).toBeCloseTo(20000, 6);
+  });
+});
+
+describe("mpcAbandon (the MPC's abandonment of a segment in progress)", () => {
+  const abandon = (p: Partial<AbandonInput>): ReturnType<typeof mpcAbandon> =>
+    mpcAbandon({ ladder_kbps: LADDER, rung: 3, prev_rung: 3, bytes_total: 462_500, bytes_loaded: 62_500, buffer_s: 6, throughput_kbps: 100, segment_bytes: bytesOf(LADDER), rtt_s: 0.05, ...p });
+
+  it("a link gone near dark under a 1850 kbit/s segment: 400 kB left is 32 s against 6 s of buffer; the 300 kbit/s segment takes 6 s: restart there", () => {
+    const d = abandon({});
+    expect(d.remaining_s).toBeCloseTo(32, 6);
+    expect(d.rung).toBe(0);
+    expect(d.keep_qoe).toBeCloseTo(1.85 - 4.3 * 26, 6);
+    expect(d.best_qoe).toBeCloseTo(0.3 - 4.3 * 0.05 - 1.55, 6); // 6.05 s: 0.05 s stall, and the switch down
+  });
+
+  it("keeps a download whose rest arrives within the buffer, and one whose small stall does not pay for the lower bitrate and the switch", () => {
+    expect(abandon({ throughput_kbps: 3000 }).rung).toBeNull(); // 1.07 s left, 6 s of buffer
+    // 325 kB left at 2 Mbit/s = 1.3 s against 1 s of buffer: keeping costs 0.3 s × 4.3 = 1.29;
+    // 300 kbit/s would not stall but loses 1.55 of bitrate and 1.55 of switch
+    const d = abandon({ throughput_kbps: 2000, bytes_loaded: 462_500 - 325_000, buffer_s: 1 });
+    expect(d.remaining_s).toBeCloseTo(1.3, 6);
+    expect(d.rung).toBeNull();
+  });
+
+  it("picks the highest lower rung that beats keeping, not always the lowest", () => {
+    // 1 Mbit/s, 4 s of buffer, 8000 kbit/s segment with 1.9 MB left (15.2 s): 1200 kbit/s (300 kB, 2.45 s) plays without a stall
+    const d = abandon({ rung: 7, prev_rung: 2, bytes_total: 2_000_000, bytes_loaded: 100_000, buffer_s: 4, throughput_kbps: 1000 });
+    expect(d.rung).toBe(2);
+    expect(d.best_qoe).toBeCloseTo(1.2, 6);
+  });
+
+  it("a download at the lowest rung is never abandoned; a switch back down to where it came from costs no switch", () => {
+    expect(abandon({ rung: 0, prev_rung: 0, bytes_total: 75_000, bytes_loaded: 0 }).rung).toBeNull();
+    // from 300 up to 1850, the rest arriving in time: keeping (1.85 − 1.55) ties with 300 (0.3): keep
+    expect(abandon({ prev_rung: 0, throughput_kbps: 3000 }).rung).toBeNull();
+  });
+
+  it("rejects bad input", () => {
+    expect(() => abandon({ ladder_kbps: [], segment_bytes: [] })).toThrow(RangeError);
+    expect(() => abandon({ rung: 8 })).toThrow(RangeError);
+    expect(() => abandon({ rung: 1.5 })).toThrow(RangeError);
+    expect(() => abandon({ segment_bytes: [1, 2] })).toThrow(RangeError);
+    expect(() => abandon({ throughput_kbps: 0 })).toThrow(RangeError);
+    expect(() => abandon({ throughput_kbps: Number.NaN })).toThrow(RangeError);
+  });
+});
+
+describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
+  const reps = LADDER.map((k, i) => ({ id: String(i), bitrateInKbit: k, segmentDuration: 2 }));
+  const setup = (estimate_bps: number, basis = "busy_period") => {
+    const controller = { minRttSampleUs: 50_000, estimate: () => ({ bps: estimate_bps, basis, busy_rate_bps: basis === "busy_period" ? estimate_bps : Number.NaN }) };
+    const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+    const h = new MpcHistory();
+    // two segments that got the whole capacity: share 1, so the rule sees the estimate itself
+    for (let i = 0; i < 2; i++) h.add({ bytes: 462_500, duration_s: 0.5, bitrate_kbps: 1850, segment_s: 2, predicted_kbps: 7400 });
+    const decisions: string[] = [];
+    let now_ms = 10_000;
+    const factory = makeNuwaAbandonRule(src, () => ({}), () => 6, { history: () => h }, (d) => decisions.push(d.reason), () => now_ms);
+    const rule = (factory as unknown as (this: { context: unknown }) => { shouldAbandon(r: unknown): { representation?: { bitrateInKbit?: number } }; reset(): void }).call({ context: {} });
+    const ctx = (media_type: string, req: FragmentRequestLike) => ({
+      getMediaType: () => media_type,
+      getMediaInfo: () => ({}),
+      getCurrentRequest: () => req,
+      getAbrController: () => ({ getOptimalRepresentationForBitrate: () => null, getPossibleVoRepresentationsFilteredBySettings: () => reps }),
+    });
+    return { rule, ctx, decisions, setNow: (t: number) => (now_ms = t) };
+  };
+  const request = (p: Partial<FragmentRequestLike> = {}): FragmentRequestLike => ({ index: 12, bytesTotal: 462_500, bytesLoaded: 62_500, startDate: new Date(8_000), representation: reps[3]!, ...p });
+
+  it("restarts a video segment that would stall at a rung that does not, once per segment, and says why", () => {
+    const { rule, ctx, decisions } = setup(100_000);
+    expect(rule.shouldAbandon(ctx("video", request())).representation?.bitrateInKbit).toBe(300);
+    expect(decisions[0]).toContain("[NuwaAbandonRule] segment 12 at 1850 kbit/s");
+    expect(rule.shouldAbandon(ctx("video", request({ representation: reps[0]! }))).representation).toBeUndefined(); // same segment, again
+    rule.reset();
+    expect(rule.shouldAbandon(ctx("video", request())).representation?.bitrateInKbit).toBe(300);
+  });
+
+  it("leaves audio, young downloads, finished ones, the lowest rung and a healthy link alone", () => {
+    const { rule, ctx, setNow } = setup(100_000);
+    expect(rule.shouldAbandon(ctx("audio", request())).representation).toBeUndefined();
+    expect(rule.shouldAbandon(ctx("video", request({ bytesLoaded: 462_500 }))).representation).toBeUndefined();
+    expect(rule.shouldAbandon(ctx("video", request({ representation: reps[0]! }))).representation).toBeUndefined();
+    expect(rule.shouldAbandon(ctx("video", request({ bytesTotal: Number.NaN }))).representation).toBeUndefined();
+    setNow(8_000 + ABANDON_MIN_ELAPSED_MS - 1);
+    expect(rule.shouldAbandon(ctx("video", request())).representation).toBeUndefined();
+    expect(setup(3_000_000).rule.shouldAbandon(ctx("video", request())).representation).toBeUndefined();
+  });
+
+  it("without a capacity figure the download's own rate decides", () => {
+    // app-limited estimate of 5 Mbit/s, but the download got 62.5 kB in 2 s (250 kbit/s): 12.8 s left against 6 s;
+    // 750 kbit/s (187.5 kB, 6.05 s: a 0.05 s stall) beats 300 (no stall, but 0.45 lower and a larger switch)
+    const { rule, ctx } = setup(5_000_000, "window_per_rtt");
+    expect(rule.shouldAbandon(ctx("video", request())).representation?.bitrateInKbit).toBe(750);
   });
 });

@@ -248,3 +248,68 @@ export function robustThroughputKbps(estimate_kbps_in: number, basis: string, hi
   const predicted = estimate_kbps * share;
   return { kbps: predicted / (1 + error), predicted_kbps: predicted, error, share };
 }
+
+/** A video segment download in progress, and what the MPC knows at one of its progress events. */
+export interface AbandonInput {
+  /** Rung bitrates, kbit/s, ascending (non-empty). */
+  ladder_kbps: readonly number[];
+  /** Rung of the download in progress (index into the ladder). */
+  rung: number;
+  /** Rung of the segment before it (the switch the QoE charges), or null before the first. */
+  prev_rung: number | null;
+  /** The download's size and what has arrived, bytes. */
+  bytes_total: number;
+  bytes_loaded: number;
+  /** Buffer level, s: what plays while the rest arrives. */
+  buffer_s: number;
+  /** What the flow gets now, kbit/s (> 0): Nuwa's capacity × the flow's measured share, not discounted. */
+  throughput_kbps: number;
+  /** This segment's bytes at each rung (same length as the ladder). */
+  segment_bytes: readonly number[];
+  /** Per-request overhead (one RTT) of the replacement request, s. */
+  rtt_s: number;
+}
+
+/** The abandonment verdict: the rung to fetch the segment at instead (null: keep the download), with both QoE figures. */
+export interface AbandonDecision {
+  rung: number | null;
+  keep_qoe: number;
+  best_qoe: number;
+  remaining_s: number;
+}
+
+/**
+ * Whether to abandon a segment download in progress and fetch the same segment at a lower rung:
+ * the one-segment step of the MPC's own objective (Pensieve's QoE_lin, as `mpcStep`) for
+ * keeping the download (its remaining bytes at the current throughput) against restarting it at
+ * each lower rung (one RTT + that rung's whole segment). Abandon to the best lower rung only when
+ * its QoE is strictly higher: that is when keeping it would stall (the rest takes longer than
+ * the buffer) by more than the lower rung stalls, by enough to pay for its lower bitrate and its
+ * switch. Production players do this (dash.js AbandonRequestsRule, BOLA-E's abandonment: Spiteri
+ * et al., "From Theory to Practice: Improving Bitrate Adaptation in the DASH Reference Player",
+ * MMSys 2018); RobustMPC (Yin et al., SIGCOMM 2015) plans whole segments and has none, so a
+ * segment started just before an outage (3G: tens of seconds near dark) held the player.
+ * @throws RangeError on bad input (empty ladder, rung out of range, sizes not matching the ladder, throughput ≤ 0)
+ */
+export function mpcAbandon(i: AbandonInput): AbandonDecision {
+  const n = i.ladder_kbps.length;
+  if (n === 0) throw new RangeError("mpcAbandon: empty ladder");
+  if (!(Number.isInteger(i.rung) && i.rung >= 0 && i.rung < n)) throw new RangeError(`mpcAbandon: rung must be 0..${n - 1}, got ${i.rung}`);
+  if (i.segment_bytes.length !== n) throw new RangeError("mpcAbandon: segment_bytes must match the ladder");
+  if (!(i.throughput_kbps > 0)) throw new RangeError(`mpcAbandon: throughput must be > 0 kbit/s, got ${i.throughput_kbps}`);
+  const kbps = i.ladder_kbps;
+  const switch_mbps = (r: number) => (i.prev_rung === null ? 0 : Math.abs(kbps[r]! - kbps[i.prev_rung]!) / 1000);
+  const qoe = (r: number, dl_s: number) => kbps[r]! / 1000 - MPC_REBUFFER_PENALTY * Math.max(0, dl_s - i.buffer_s) - switch_mbps(r);
+  const remaining_s = (Math.max(0, i.bytes_total - i.bytes_loaded) * 8) / (i.throughput_kbps * 1000);
+  const keep_qoe = qoe(i.rung, remaining_s);
+  let best: number | null = null;
+  let best_qoe = keep_qoe;
+  for (let r = 0; r < i.rung; r++) {
+    const q = qoe(r, i.rtt_s + (i.segment_bytes[r]! * 8) / (i.throughput_kbps * 1000));
+    if (q > best_qoe + 1e-9) {
+      best = r;
+      best_qoe = q;
+    }
+  }
+  return { rung: best, keep_qoe, best_qoe, remaining_s };
+}

@@ -12,7 +12,8 @@
  *   Nuwa's RobustMPC (dash/abr.ts `decideMpc`, Yin et al., SIGCOMM 2015, over the levels'
  *   BANDWIDTH and the completed-fragment history), clamped to hls.js's min/max auto level,
  *   and hls.js's emergency abandonment (`_abandonRulesCheck`) is off, as dash.js's
- *   AbandonRequestsRule is under the same rule (dash/attach.ts).
+ *   AbandonRequestsRule is under the same rule (dash/attach.ts). The MPC's own abandonment
+ *   (dash/abr.ts makeNuwaAbandonRule) is wired into dash.js only: not yet here.
  */
 import { achievableKbps, decideMpc, type EstimateSource, estimateKbps } from "../dash/abr.js";
 import { MPC_DEFAULTS, type MpcHistory } from "../dash/mpc.js";
