@@ -441,6 +441,10 @@ export class NuwaController {
   get minRttSampleUs(): number {
     return Number.isFinite(this.min_rtt_us) ? this.min_rtt_us : Number.NaN;
   }
+  /** Queuing delay of the last frame received (Eq. 1, unfiltered), ms; 0 before any frame. */
+  get rawQueuingDelayMs(): number {
+    return this.raw_qd_ms;
+  }
   /** Td in force, ms (the configured Td plus the link's own waits when adaptive). */
   get targetDelayInForceMs(): number {
     return this.td_ms;

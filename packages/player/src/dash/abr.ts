@@ -352,8 +352,9 @@ export const ABANDON_MIN_ELAPSED_MS = 500;
  * the download has run ABANDON_MIN_ELAPSED_MS, it asks `mpcAbandon` (mpc.ts) whether to restart
  * that segment at a lower rung, with the throughput the flow gets now (Nuwa's capacity × the
  * flow's measured share, as the MPC predicts; the download's own rate when the estimate is not a
- * capacity figure), the buffer, and the segment's real sizes where the index gives them (else
- * the download's size scaled by bitrate). Each segment is abandoned at most once (as dash.js's
+ * capacity figure), the buffer, the segment's real sizes where the index gives them (else
+ * the download's size scaled by bitrate), and a restart's overhead of one RTT plus the queuing
+ * delay standing now. Each segment is abandoned at most once (as dash.js's
  * AbandonRequestsRule). dash.js then aborts the download and requests the segment at the rung
  * returned; the MPC (makeNuwaAbrRule) decides the segments after it.
  * @param now_ms wall clock, ms (dash.js stamps `startDate` with Date)
@@ -396,7 +397,10 @@ export function makeNuwaAbandonRule(
       const last = history.samples.at(-1);
       const prev = last ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
       const buffer_s = bufferLevelS(media_type);
-      const d = mpcAbandon({ ladder_kbps: ladder, rung, prev_rung: prev >= 0 ? prev : null, bytes_total: total, bytes_loaded: loaded, buffer_s, throughput_kbps, segment_bytes, rtt_s });
+      // The restart's first byte waits behind the queue standing now (seconds next to a buffer-filling download).
+      const qd_ms = src.controller()?.rawQueuingDelayMs ?? 0;
+      const restart_s = rtt_s + (Number.isFinite(qd_ms) && qd_ms > 0 ? qd_ms / 1000 : 0);
+      const d = mpcAbandon({ ladder_kbps: ladder, rung, prev_rung: prev >= 0 ? prev : null, bytes_total: total, bytes_loaded: loaded, buffer_s, throughput_kbps, segment_bytes, rtt_s: restart_s });
       if (d.rung === null) return sr;
       abandoned.add(index);
       sr.representation = sorted[d.rung];

@@ -226,8 +226,8 @@ describe("mpcAbandon (the MPC's abandonment of a segment in progress)", () => {
 
 describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
   const reps = LADDER.map((k, i) => ({ id: String(i), bitrateInKbit: k, segmentDuration: 2 }));
-  const setup = (estimate_bps: number, basis = "busy_period") => {
-    const controller = { minRttSampleUs: 50_000, estimate: () => ({ bps: estimate_bps, basis, busy_rate_bps: basis === "busy_period" ? estimate_bps : Number.NaN }) };
+  const setup = (estimate_bps: number, basis = "busy_period", qd_ms = 0) => {
+    const controller = { minRttSampleUs: 50_000, rawQueuingDelayMs: qd_ms, estimate: () => ({ bps: estimate_bps, basis, busy_rate_bps: basis === "busy_period" ? estimate_bps : Number.NaN }) };
     const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
     const h = new MpcHistory();
     // two segments that got the whole capacity: share 1, so the rule sees the estimate itself
@@ -264,6 +264,14 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     setNow(8_000 + ABANDON_MIN_ELAPSED_MS - 1);
     expect(rule.shouldAbandon(ctx("video", request())).representation).toBeUndefined();
     expect(setup(3_000_000).rule.shouldAbandon(ctx("video", request())).representation).toBeUndefined();
+  });
+
+  it("a restart waits behind the queue standing now: at 400 kbit/s the 1200 kbit/s segment takes 6.05 s alone, 14.05 s behind 8 s of queue", () => {
+    // keeping: 400 kB left = 8 s against 6 s of buffer (2 s stall); 1200 kbit/s: a 0.05 s stall
+    const alone = setup(400_000);
+    expect(alone.rule.shouldAbandon(alone.ctx("video", request())).representation?.bitrateInKbit).toBe(1200);
+    const behind = setup(400_000, "busy_period", 8_000);
+    expect(behind.rule.shouldAbandon(behind.ctx("video", request())).representation).toBeUndefined();
   });
 
   it("without a capacity figure the download's own rate decides", () => {
