@@ -12,6 +12,7 @@ export {
   makeNuwaAbrRule,
   makeThroughputOverride,
   type NuwaMpcOptions,
+  recentRateKbps,
 } from "./dash/abr.js";
 export { type AttachOptions, attachNuwa, type ContentErrorEvent, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
 export {

@@ -343,16 +343,36 @@ interface AbandonRulesContext extends RulesContext {
   getCurrentRequest?(): FragmentRequestLike | null | undefined;
 }
 
-/** A download is judged only after this long, ms: the estimate must have seen it (dash.js's minSegmentDownloadTimeThresholdInMs). */
-export const ABANDON_MIN_ELAPSED_MS = 500;
+/**
+ * A download is judged only after this long, ms, and its own rate is read over the last this long:
+ * past the request's RTT and the window's ramp after an idle gap (dash.js waits 500 ms,
+ * minSegmentDownloadTimeThresholdInMs).
+ */
+export const ABANDON_MIN_ELAPSED_MS = 1000;
+
+/**
+ * A download's own delivery rate over its last `window_ms`, kbit/s, from its progress samples
+ * (receiver time ms, bytes loaded; ascending): bytes since the newest sample at least `window_ms`
+ * old (the request's start, 0 bytes, if none is) over the time since. Progress events come only
+ * when data arrives, so a link gone dark shows here at its next byte, while a capacity estimate
+ * made of the frames that arrived holds its last figure (the busy-period estimator keeps samples
+ * 5 s). Exported for tests.
+ */
+export function recentRateKbps(samples: readonly { t_ms: number; loaded: number }[], start_ms: number, now_ms: number, window_ms = ABANDON_MIN_ELAPSED_MS): number {
+  let ref = { t_ms: start_ms, loaded: 0 };
+  for (const s of samples) if (s.t_ms <= now_ms - window_ms) ref = s;
+  const last = samples.at(-1);
+  if (!last || !(now_ms > ref.t_ms)) return Number.NaN;
+  return ((last.loaded - ref.loaded) * 8) / (now_ms - ref.t_ms); // bytes × 8 / ms = kbit/s
+}
 
 /**
  * Build the MPC's abandonment rule for `player.addABRCustomRule("abandonFragmentRules", ...)`:
  * dash.js calls `shouldAbandon` on each progress event of a segment download; for video, once
  * the download has run ABANDON_MIN_ELAPSED_MS, it asks `mpcAbandon` (mpc.ts) whether to restart
- * that segment at a lower rung, with the throughput the flow gets now (Nuwa's capacity × the
- * flow's measured share, as the MPC predicts; the download's own rate when the estimate is not a
- * capacity figure), the buffer, the segment's real sizes where the index gives them (else
+ * that segment at a lower rung, with the throughput the flow gets now (the lower of what the MPC
+ * predicts, Nuwa's capacity × the flow's measured share, and the download's own rate over the
+ * last ABANDON_MIN_ELAPSED_MS: `recentRateKbps`), the buffer, the segment's real sizes where the index gives them (else
  * the download's size scaled by bitrate), and a restart's overhead of one RTT plus the queuing
  * delay standing now. Each segment is abandoned at most once (as dash.js's
  * AbandonRequestsRule). dash.js then aborts the download and requests the segment at the rung
@@ -370,6 +390,7 @@ export function makeNuwaAbandonRule(
   const NuwaAbandonRule = function (this: { context: unknown }) {
     const context = this.context;
     const abandoned = new Set<number>();
+    const progress = new Map<number, { t_ms: number; loaded: number }[]>(); // per segment index, the last ~2 windows
     function shouldAbandon(rules: AbandonRulesContext) {
       const sr = createSwitchRequest(context);
       const media_type = rules.getMediaType();
@@ -380,7 +401,14 @@ export function makeNuwaAbandonRule(
       const loaded = req.bytesLoaded ?? Number.NaN;
       const started_ms = req.startDate?.getTime() ?? Number.NaN;
       const elapsed_ms = now_ms() - started_ms;
-      if (!Number.isFinite(index) || abandoned.has(index) || !(total > 0) || !(loaded >= 0) || loaded >= total || !(elapsed_ms >= ABANDON_MIN_ELAPSED_MS)) return sr;
+      if (!Number.isFinite(index) || abandoned.has(index) || !(total > 0) || !(loaded >= 0) || loaded >= total || !Number.isFinite(elapsed_ms)) return sr;
+      const now = started_ms + elapsed_ms;
+      const trail = progress.get(index) ?? [];
+      trail.push({ t_ms: now, loaded });
+      while (trail.length > 2 && trail[1]!.t_ms <= now - 2 * ABANDON_MIN_ELAPSED_MS) trail.shift();
+      progress.set(index, trail);
+      if (progress.size > 4) progress.delete(progress.keys().next().value!); // segments long done
+      if (!(elapsed_ms >= ABANDON_MIN_ELAPSED_MS)) return sr;
       const reps = (rules.getAbrController().getPossibleVoRepresentationsFilteredBySettings?.(rules.getMediaInfo(), true) ?? []).filter((r) => typeof r.bitrateInKbit === "number");
       const sorted = [...reps].sort((a, b) => a.bitrateInKbit! - b.bitrateInKbit!);
       const ladder = sorted.map((r) => r.bitrateInKbit!);
@@ -390,9 +418,13 @@ export function makeNuwaAbandonRule(
       const { kbps: est, basis } = estimateWithBasis(src);
       const { rtt_s, capacity_basis } = predictorInputs(src, basis);
       const history = mpc.history(media_type);
-      const own_kbps = (loaded * 8) / elapsed_ms; // bytes × 8 / ms = kbit/s
-      const throughput_kbps = capacity_basis === "busy_period" && est > 0 ? robustThroughputKbps(est, capacity_basis, history, rtt_s).predicted_kbps : own_kbps;
-      if (!(throughput_kbps > 0)) return sr;
+      // The lower of what the MPC predicts (capacity × share) and what this download got over the last second.
+      const own_kbps = recentRateKbps(trail, started_ms, now);
+      const predicted_kbps = capacity_basis === "busy_period" && est > 0 ? robustThroughputKbps(est, capacity_basis, history, rtt_s).predicted_kbps : Number.NaN;
+      const throughput_kbps = Math.min(Number.isFinite(predicted_kbps) ? predicted_kbps : Number.POSITIVE_INFINITY, Number.isFinite(own_kbps) ? own_kbps : Number.POSITIVE_INFINITY);
+      if (!Number.isFinite(throughput_kbps)) return sr;
+      // a download that got nothing for a second: plan with one packet per window (the mpcAbandon needs > 0)
+      const tput_kbps = Math.max(throughput_kbps, (1500 * 8) / (ABANDON_MIN_ELAPSED_MS + rtt_s * 1000));
       const segment_bytes = sorted.map((r) => mpc.segmentBytes?.(media_type, r, 1) ?? (total * r.bitrateInKbit!) / cur_kbps);
       const last = history.samples.at(-1);
       const prev = last ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
@@ -400,17 +432,21 @@ export function makeNuwaAbandonRule(
       // The restart's first byte waits behind the queue standing now (seconds next to a buffer-filling download).
       const qd_ms = src.controller()?.rawQueuingDelayMs ?? 0;
       const restart_s = rtt_s + (Number.isFinite(qd_ms) && qd_ms > 0 ? qd_ms / 1000 : 0);
-      const d = mpcAbandon({ ladder_kbps: ladder, rung, prev_rung: prev >= 0 ? prev : null, bytes_total: total, bytes_loaded: loaded, buffer_s, throughput_kbps, segment_bytes, rtt_s: restart_s });
+      const d = mpcAbandon({ ladder_kbps: ladder, rung, prev_rung: prev >= 0 ? prev : null, bytes_total: total, bytes_loaded: loaded, buffer_s, throughput_kbps: tput_kbps, segment_bytes, rtt_s: restart_s });
       if (d.rung === null) return sr;
       abandoned.add(index);
       sr.representation = sorted[d.rung];
       sr.priority = 0.5;
-      const reason = `[NuwaAbandonRule] segment ${index} at ${cur_kbps} kbit/s: ${((total - loaded) / 1000).toFixed(0)} kB left at ${throughput_kbps.toFixed(0)} kbit/s = ${d.remaining_s.toFixed(1)} s against a buffer of ${buffer_s.toFixed(1)} s → restart at ${ladder[d.rung]} kbit/s (QoE ${d.best_qoe.toFixed(2)} vs ${d.keep_qoe.toFixed(2)} kept)`;
-      sr.reason = { message: reason, throughput: throughput_kbps };
-      onDecision?.({ media_type, estimate_kbps: est, budget_kbps: throughput_kbps, buffer_s, chosen_kbps: ladder[d.rung]!, reason });
+      const reason = `[NuwaAbandonRule] segment ${index} at ${cur_kbps} kbit/s: ${((total - loaded) / 1000).toFixed(0)} kB left at ${tput_kbps.toFixed(0)} kbit/s = ${d.remaining_s.toFixed(1)} s against a buffer of ${buffer_s.toFixed(1)} s → restart at ${ladder[d.rung]} kbit/s (QoE ${d.best_qoe.toFixed(2)} vs ${d.keep_qoe.toFixed(2)} kept)`;
+      sr.reason = { message: reason, throughput: tput_kbps };
+      onDecision?.({ media_type, estimate_kbps: est, budget_kbps: tput_kbps, buffer_s, chosen_kbps: ladder[d.rung]!, reason });
       return sr;
     }
-    return { shouldAbandon, reset: () => abandoned.clear() };
+    const reset = () => {
+      abandoned.clear();
+      progress.clear();
+    };
+    return { shouldAbandon, reset };
   } as unknown as (() => object) & { __dashjs_factory_name: string };
   NuwaAbandonRule.__dashjs_factory_name = "NuwaAbandonRule";
   return NuwaAbandonRule;

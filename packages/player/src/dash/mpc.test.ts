@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride } from "./abr.js";
+import { ABANDON_MIN_ELAPSED_MS, achievableKbps, recentRateKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride } from "./abr.js";
 import { type AbandonInput, bruteForcePlan, MpcHistory, type MpcInput, mpcAbandon, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
@@ -226,7 +226,7 @@ describe("mpcAbandon (the MPC's abandonment of a segment in progress)", () => {
 
 describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
   const reps = LADDER.map((k, i) => ({ id: String(i), bitrateInKbit: k, segmentDuration: 2 }));
-  const setup = (estimate_bps: number, basis = "busy_period", qd_ms = 0) => {
+  const setup = (estimate_bps: number, basis = "busy_period", qd_ms = 0, buffer_s = 6) => {
     const controller = { minRttSampleUs: 50_000, rawQueuingDelayMs: qd_ms, estimate: () => ({ bps: estimate_bps, basis, busy_rate_bps: basis === "busy_period" ? estimate_bps : Number.NaN }) };
     const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
     const h = new MpcHistory();
@@ -234,7 +234,7 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     for (let i = 0; i < 2; i++) h.add({ bytes: 462_500, duration_s: 0.5, bitrate_kbps: 1850, segment_s: 2, predicted_kbps: 7400 });
     const decisions: string[] = [];
     let now_ms = 10_000;
-    const factory = makeNuwaAbandonRule(src, () => ({}), () => 6, { history: () => h }, (d) => decisions.push(d.reason), () => now_ms);
+    const factory = makeNuwaAbandonRule(src, () => ({}), () => buffer_s, { history: () => h }, (d) => decisions.push(d.reason), () => now_ms);
     const rule = (factory as unknown as (this: { context: unknown }) => { shouldAbandon(r: unknown): { representation?: { bitrateInKbit?: number } }; reset(): void }).call({ context: {} });
     const ctx = (media_type: string, req: FragmentRequestLike) => ({
       getMediaType: () => media_type,
@@ -263,15 +263,41 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     expect(rule.shouldAbandon(ctx("video", request({ bytesTotal: Number.NaN }))).representation).toBeUndefined();
     setNow(8_000 + ABANDON_MIN_ELAPSED_MS - 1);
     expect(rule.shouldAbandon(ctx("video", request())).representation).toBeUndefined();
-    expect(setup(3_000_000).rule.shouldAbandon(ctx("video", request())).representation).toBeUndefined();
+    // 3 Mbit/s, and the download got 400 kB in 2 s: the rest (62.5 kB) arrives in 0.3 s
+    const healthy = setup(3_000_000);
+    expect(healthy.rule.shouldAbandon(healthy.ctx("video", request({ bytesLoaded: 400_000 }))).representation).toBeUndefined();
+  });
+
+  it("a link gone dark under a download is read from the download's own last second, not the capacity estimate's last figure", () => {
+    // the estimate still says 570 kbit/s (no frame has arrived to change it): 179 kB left = 2.5 s against 3.1 s of buffer;
+    // the download got 1 kB in the last 1.5 s: restart at the lowest rung (75 kB instead of 179 kB over a near-dark link)
+    const dark = setup(570_000, "busy_period", 0, 3.1);
+    const req = (loaded: number) => request({ bytesTotal: 430_000, bytesLoaded: loaded, startDate: new Date(6_000) });
+    dark.setNow(9_000);
+    expect(dark.rule.shouldAbandon(dark.ctx("video", req(250_000))).representation).toBeUndefined(); // 3 s in: 667 kbit/s so far, 570 predicted
+    dark.setNow(10_500);
+    expect(dark.rule.shouldAbandon(dark.ctx("video", req(251_000))).representation?.bitrateInKbit).toBe(300);
+    expect(dark.decisions[0]).toMatch(/179 kB left at \d+ kbit\/s/);
+  });
+
+  it("recentRateKbps: bytes since the newest sample at least a window old (the request's start if none), over the time since", () => {
+    const trail = [
+      { t_ms: 1_200, loaded: 10_000 },
+      { t_ms: 1_800, loaded: 60_000 },
+      { t_ms: 3_500, loaded: 61_000 },
+    ];
+    expect(recentRateKbps(trail, 1_000, 3_500)).toBeCloseTo(((61_000 - 60_000) * 8) / 1_700, 9);
+    expect(recentRateKbps(trail.slice(0, 2), 1_000, 1_800)).toBeCloseTo((60_000 * 8) / 800, 9); // younger than a window: from the start
+    expect(recentRateKbps([], 1_000, 2_000)).toBeNaN();
   });
 
   it("a restart waits behind the queue standing now: at 400 kbit/s the 1200 kbit/s segment takes 6.05 s alone, 14.05 s behind 8 s of queue", () => {
     // keeping: 400 kB left = 8 s against 6 s of buffer (2 s stall); 1200 kbit/s: a 0.05 s stall
+    // (the download got 62.5 kB in its 1 s: 500 kbit/s, above the 400 predicted)
     const alone = setup(400_000);
-    expect(alone.rule.shouldAbandon(alone.ctx("video", request())).representation?.bitrateInKbit).toBe(1200);
+    expect(alone.rule.shouldAbandon(alone.ctx("video", request({ startDate: new Date(9_000) }))).representation?.bitrateInKbit).toBe(1200);
     const behind = setup(400_000, "busy_period", 8_000);
-    expect(behind.rule.shouldAbandon(behind.ctx("video", request())).representation).toBeUndefined();
+    expect(behind.rule.shouldAbandon(behind.ctx("video", request({ startDate: new Date(9_000) }))).representation).toBeUndefined();
   });
 
   it("without a capacity figure the download's own rate decides", () => {
