@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ABANDON_MIN_ELAPSED_MS, achievableKbps, recentRateKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride } from "./abr.js";
+import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, recentRateKbps } from "./abr.js";
 import { type AbandonInput, bruteForcePlan, MpcHistory, type MpcInput, mpcAbandon, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
