@@ -1,5 +1,5 @@
 /** Debian's Chromium driven by playwright-core, with the flags docs/DESIGN.md §8 says this machine needs. */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BrowserContext } from "playwright-core";
@@ -7,7 +7,7 @@ import type { BrowserContext } from "playwright-core";
 export const CHROMIUM = process.env.NUWA_CHROMIUM ?? "/usr/bin/chromium";
 
 /**
- * Launch a headless persistent context with a fresh profile. `env` replaces the browser's
+ * Launch a headless persistent context with a fresh profile, removed when the context closes. `env` replaces the browser's
  * environment (e.g. a HOME whose NSS database trusts a test CA: serve.e2e.test.ts).
  */
 export async function launchChromium(env?: Record<string, string>): Promise<BrowserContext> {
@@ -15,10 +15,13 @@ export async function launchChromium(env?: Record<string, string>): Promise<Brow
   // cell of cells.ts) starts without playwright-core's second of module loading
   const { chromium } = await import("playwright-core");
   const profile = mkdtempSync(join(tmpdir(), "nuwa-chromium-"));
-  return chromium.launchPersistentContext(profile, {
+  const ctx = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     ...(env ? { env } : {}),
     args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-background-timer-throttling", "--disable-renderer-backgrounding"],
   });
+  // the profile (10–20 MB a run) goes with the browser: runs left hundreds of them in /tmp
+  ctx.on("close", () => rmSync(profile, { recursive: true, force: true }));
+  return ctx;
 }
