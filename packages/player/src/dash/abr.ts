@@ -335,8 +335,11 @@ export interface FragmentRequestLike {
   index?: number;
   bytesLoaded?: number;
   bytesTotal?: number;
-  /** When the request was sent (HTTPLoader sets it). */
-  startDate?: Date | null;
+  /**
+   * When the first progress event came (HTTPLoader `_onprogress`). dash.js sets `startDate` only when
+   * the request ends (`_updateRequestTimingInfo`), so a rule judging a download in progress has this.
+   */
+  firstByteDate?: Date | null;
   representation?: RepresentationLike | null;
 }
 interface AbandonRulesContext extends RulesContext {
@@ -344,16 +347,16 @@ interface AbandonRulesContext extends RulesContext {
 }
 
 /**
- * A download is judged only after this long, ms, and its own rate is read over the last this long:
- * past the request's RTT and the window's ramp after an idle gap (dash.js waits 500 ms,
- * minSegmentDownloadTimeThresholdInMs).
+ * A download is judged only this long after its first byte, ms, and its own rate is read over the
+ * last this long: past the window's ramp after an idle gap (dash.js waits 500 ms from the first
+ * byte, minSegmentDownloadTimeThresholdInMs).
  */
 export const ABANDON_MIN_ELAPSED_MS = 1000;
 
 /**
  * A download's own delivery rate over its last `window_ms`, kbit/s, from its progress samples
- * (receiver time ms, bytes loaded; ascending): bytes since the newest sample at least `window_ms`
- * old (the request's start, 0 bytes, if none is) over the time since. Progress events come only
+ * (wall time ms, bytes loaded; ascending): bytes since the newest sample at least `window_ms`
+ * old (the first byte's time, 0 bytes, if none is) over the time since. Progress events come only
  * when data arrives, so a link gone dark shows here at its next byte, while a capacity estimate
  * made of the frames that arrived holds its last figure (the busy-period estimator keeps samples
  * 5 s). Exported for tests.
@@ -377,7 +380,7 @@ export function recentRateKbps(samples: readonly { t_ms: number; loaded: number 
  * delay standing now. Each segment is abandoned at most once (as dash.js's
  * AbandonRequestsRule). dash.js then aborts the download and requests the segment at the rung
  * returned; the MPC (makeNuwaAbrRule) decides the segments after it.
- * @param now_ms wall clock, ms (dash.js stamps `startDate` with Date)
+ * @param now_ms wall clock, ms (dash.js stamps `firstByteDate` with Date)
  */
 export function makeNuwaAbandonRule(
   src: EstimateSource,
@@ -399,7 +402,7 @@ export function makeNuwaAbandonRule(
       const index = req.index ?? Number.NaN;
       const total = req.bytesTotal ?? Number.NaN;
       const loaded = req.bytesLoaded ?? Number.NaN;
-      const started_ms = req.startDate?.getTime() ?? Number.NaN;
+      const started_ms = req.firstByteDate?.getTime() ?? Number.NaN;
       const elapsed_ms = now_ms() - started_ms;
       if (!Number.isFinite(index) || abandoned.has(index) || !(total > 0) || !(loaded >= 0) || loaded >= total || !Number.isFinite(elapsed_ms)) return sr;
       const now = started_ms + elapsed_ms;

@@ -244,7 +244,7 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     });
     return { rule, ctx, decisions, setNow: (t: number) => (now_ms = t) };
   };
-  const request = (p: Partial<FragmentRequestLike> = {}): FragmentRequestLike => ({ index: 12, bytesTotal: 462_500, bytesLoaded: 62_500, startDate: new Date(8_000), representation: reps[3]!, ...p });
+  const request = (p: Partial<FragmentRequestLike> = {}): FragmentRequestLike => ({ index: 12, bytesTotal: 462_500, bytesLoaded: 62_500, firstByteDate: new Date(8_000), representation: reps[3]!, ...p });
 
   it("restarts a video segment that would stall at a rung that does not, once per segment, and says why", () => {
     const { rule, ctx, decisions } = setup(100_000);
@@ -272,7 +272,7 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     // the estimate still says 570 kbit/s (no frame has arrived to change it): 179 kB left = 2.5 s against 3.1 s of buffer;
     // the download got 1 kB in the last 1.5 s: restart at the lowest rung (75 kB instead of 179 kB over a near-dark link)
     const dark = setup(570_000, "busy_period", 0, 3.1);
-    const req = (loaded: number) => request({ bytesTotal: 430_000, bytesLoaded: loaded, startDate: new Date(6_000) });
+    const req = (loaded: number) => request({ bytesTotal: 430_000, bytesLoaded: loaded, firstByteDate: new Date(6_000) });
     dark.setNow(9_000);
     expect(dark.rule.shouldAbandon(dark.ctx("video", req(250_000))).representation).toBeUndefined(); // 3 s in: 667 kbit/s so far, 570 predicted
     dark.setNow(10_500);
@@ -295,9 +295,9 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     // keeping: 400 kB left = 8 s against 6 s of buffer (2 s stall); 1200 kbit/s: a 0.05 s stall
     // (the download got 62.5 kB in its 1 s: 500 kbit/s, above the 400 predicted)
     const alone = setup(400_000);
-    expect(alone.rule.shouldAbandon(alone.ctx("video", request({ startDate: new Date(9_000) }))).representation?.bitrateInKbit).toBe(1200);
+    expect(alone.rule.shouldAbandon(alone.ctx("video", request({ firstByteDate: new Date(9_000) }))).representation?.bitrateInKbit).toBe(1200);
     const behind = setup(400_000, "busy_period", 8_000);
-    expect(behind.rule.shouldAbandon(behind.ctx("video", request({ startDate: new Date(9_000) }))).representation).toBeUndefined();
+    expect(behind.rule.shouldAbandon(behind.ctx("video", request({ firstByteDate: new Date(9_000) }))).representation).toBeUndefined();
   });
 
   it("without a capacity figure the download's own rate decides", () => {
