@@ -124,8 +124,9 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
       ["qualitySwitchRules", "NuwaAbrRule"],
       ["abandonFragmentRules", "NuwaAbandonRule"],
     ]);
-    const off = (calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: { abr: { rules: Record<string, { active: boolean }> } } }).streaming.abr.rules;
-    expect(off.abandonRequestsRule).toEqual({ active: false });
+    const streaming = (calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: { abandonLoadTimeout?: number; abr: { rules: Record<string, { active: boolean }> } } }).streaming;
+    expect(streaming.abr.rules.abandonRequestsRule).toEqual({ active: false });
+    expect(streaming.abandonLoadTimeout).toBe(0); // dash.js's 10 s hold after an abandonment: the MPC holds the replacement itself
     a.close();
   });
 
@@ -137,6 +138,7 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
     a.session.catch(() => {});
     expect(buffer(calls)).toEqual({ fastSwitchEnabled: false });
     expect(calls.filter((c) => c.method === "addABRCustomRule").map((c) => c.args[1])).toEqual(["NuwaAbrRule"]); // no MPC, no MPC abandonment
+    expect((calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: Record<string, unknown> }).streaming.abandonLoadTimeout).toBeUndefined();
     a.close();
     expect(() => attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "mpc" as never })).toThrow(/abr must be/);
   });

@@ -249,6 +249,9 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         // half of the bytes in our runs (docs/DESIGN.md §8) and keeps the buffer near empty.
         // The MPC plans with a 30 s buffer target (mpc.ts MPC_DEFAULTS.buffer_cap_s); the older rule keeps dash.js's 12 s.
         buffer: { fastSwitchEnabled: false, ...(abr === "nuwa" ? { bufferTimeDefault: MPC_DEFAULTS.buffer_cap_s } : {}) },
+        // After an abandonment dash.js allows only down-switches for abandonLoadTimeout (10 s); the
+        // MPC's own abandonment holds the replacement's rung itself (abr.ts makeNuwaAbandonRule).
+        ...(abr === "nuwa" ? { abandonLoadTimeout: 0 } : {}),
       },
     });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));

@@ -242,13 +242,15 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
       getCurrentRequest: () => req,
       getAbrController: () => ({ getOptimalRepresentationForBitrate: () => null, getPossibleVoRepresentationsFilteredBySettings: () => reps }),
     });
-    return { rule, ctx, decisions, setNow: (t: number) => (now_ms = t) };
+    return { rule, ctx, decisions, h, setNow: (t: number) => (now_ms = t) };
   };
   const request = (p: Partial<FragmentRequestLike> = {}): FragmentRequestLike => ({ index: 12, bytesTotal: 462_500, bytesLoaded: 62_500, firstByteDate: new Date(8_000), representation: reps[3]!, ...p });
 
   it("restarts a video segment that would stall at a rung that does not, once per segment, and says why", () => {
-    const { rule, ctx, decisions } = setup(100_000);
+    const { rule, ctx, decisions, h } = setup(100_000);
+    expect(h.cap_kbps).toBe(Number.POSITIVE_INFINITY);
     expect(rule.shouldAbandon(ctx("video", request())).representation?.bitrateInKbit).toBe(300);
+    expect(h.cap_kbps).toBe(300); // the MPC fetches the replacement no higher
     expect(decisions[0]).toContain("[NuwaAbandonRule] segment 12 at 1850 kbit/s");
     expect(rule.shouldAbandon(ctx("video", request({ representation: reps[0]! }))).representation).toBeUndefined(); // same segment, again
     rule.reset();
@@ -278,6 +280,21 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     dark.setNow(10_500);
     expect(dark.rule.shouldAbandon(dark.ctx("video", req(251_000))).representation?.bitrateInKbit).toBe(300);
     expect(dark.decisions[0]).toMatch(/179 kB left at \d+ kbit\/s/);
+  });
+
+  it("decideMpc keeps an abandoned segment's replacement at the abandonment's rung, and decides freely once it completes", () => {
+    const h = new MpcHistory();
+    h.add({ bytes: 462_500, duration_s: 0.5, bitrate_kbps: 1850, segment_s: 2, predicted_kbps: Number.NaN });
+    const src: EstimateSource = { controller: () => null, now_us: () => 0 };
+    expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBe(8000);
+    h.cap_kbps = 300;
+    const d = decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h });
+    expect(d.rep.bitrateInKbit).toBe(300);
+    h.cap_kbps = 1;
+    expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBe(300); // below every rung: the lowest
+    h.add({ bytes: 75_000, duration_s: 0.2, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN }); // the replacement arrived
+    expect(h.cap_kbps).toBe(Number.POSITIVE_INFINITY);
+    expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBeGreaterThan(300);
   });
 
   it("recentRateKbps: bytes since the newest sample at least a window old (the request's start if none), over the time since", () => {

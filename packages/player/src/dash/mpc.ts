@@ -155,11 +155,17 @@ export class MpcHistory {
   readonly samples: SegmentSample[] = [];
   /** Nuwa's capacity estimate at the last decision (kbit/s; NaN when not on a busy-period basis): the next sample's `predicted_kbps`. */
   next_predicted_kbps = Number.NaN;
+  /**
+   * Highest bitrate the next decision may pick, kbit/s: set by an abandonment (the rung the
+   * segment is fetched again at), lifted when a segment completes (the replacement). Infinity: none.
+   */
+  cap_kbps = Number.POSITIVE_INFINITY;
   /** Keep this many recent samples. */
   constructor(readonly keep = 5) {}
 
-  /** Record a completed segment download. */
+  /** Record a completed segment download (and lift an abandonment's cap). */
   add(s: SegmentSample): void {
+    this.cap_kbps = Number.POSITIVE_INFINITY;
     if (!(s.bytes > 0 && s.duration_s > 0)) return;
     this.samples.push(s);
     if (this.samples.length > this.keep) this.samples.shift();
