@@ -118,16 +118,22 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
     const ctx = { getMediaInfo: () => ({}), getMediaType: () => "video", getRepresentation: () => reps[0], getAbrController: () => ({ getOptimalRepresentationForBitrate: () => null, getPossibleVoRepresentationsFilteredBySettings: () => reps }) };
     // no session, so no estimate yet
     expect(rule.call({ context: {} }).getSwitchRequest(ctx).representation).toBeUndefined();
-    // the MPC's abandonment replaces dash.js's (switched off with the other built-in rules)
-    const rules = calls.filter((c) => c.method === "addABRCustomRule").map((c) => [c.args[0], c.args[1]]);
-    expect(rules).toEqual([
+    // dash.js's abandonment is off with its other rules; the MPC's own is opt-in (abandon: true)
+    const rules = (cs: typeof calls) => cs.filter((c) => c.method === "addABRCustomRule").map((c) => [c.args[0], c.args[1]]);
+    const streaming = (cs: typeof calls) => (cs.find((c) => c.method === "updateSettings")!.args[0] as { streaming: { abandonLoadTimeout?: number; abr: { rules: Record<string, { active: boolean }> } } }).streaming;
+    expect(rules(calls)).toEqual([["qualitySwitchRules", "NuwaAbrRule"]]);
+    expect(streaming(calls).abr.rules.abandonRequestsRule).toEqual({ active: false });
+    expect(streaming(calls).abandonLoadTimeout).toBeUndefined();
+    a.close();
+    const on = recording();
+    const b = attachNuwa(on.player, on.dashjs, { url: "https://127.0.0.1:1/nuwa", abandon: true, reconnect: { initial_attempts: 1 } });
+    b.session.catch(() => {});
+    expect(rules(on.calls)).toEqual([
       ["qualitySwitchRules", "NuwaAbrRule"],
       ["abandonFragmentRules", "NuwaAbandonRule"],
     ]);
-    const streaming = (calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: { abandonLoadTimeout?: number; abr: { rules: Record<string, { active: boolean }> } } }).streaming;
-    expect(streaming.abr.rules.abandonRequestsRule).toEqual({ active: false });
-    expect(streaming.abandonLoadTimeout).toBe(0); // dash.js's 10 s hold after an abandonment: the MPC holds the replacement itself
-    a.close();
+    expect(streaming(on.calls).abandonLoadTimeout).toBe(0); // dash.js's 10 s hold after an abandonment: the MPC holds the replacement itself
+    b.close();
   });
 
   it("abr nuwa_rule keeps dash.js's buffer target; an unknown abr is refused", () => {

@@ -45,6 +45,13 @@ export interface AttachOptions {
    */
   abr?: "nuwa" | "nuwa_rule" | "dashjs";
   /**
+   * With `abr: "nuwa"`: the MPC's abandonment of a segment download that would stall (abr.ts
+   * `makeNuwaAbandonRule`, mpc.ts `mpcAbandon`). Off by default: on the six dev traces (3 runs each,
+   * docs/BENCHMARKS.md, eighteenth session) it changed no trace's QoE beyond the runs' spread and
+   * fetched a lowest-rung replacement after outages that a kept download would have survived.
+   */
+  abandon?: boolean;
+  /**
    * `nuwa`: dash.js's throughput figure is Nuwa's (its ThroughputController is extended); with
    * `abr: "dashjs"` it is what the flow can fetch under our window (abr.ts `achievableKbps`:
    * capacity × the share segment downloads measured), not the link's raw capacity.
@@ -251,11 +258,11 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         buffer: { fastSwitchEnabled: false, ...(abr === "nuwa" ? { bufferTimeDefault: MPC_DEFAULTS.buffer_cap_s } : {}) },
         // After an abandonment dash.js allows only down-switches for abandonLoadTimeout (10 s); the
         // MPC's own abandonment holds the replacement's rung itself (abr.ts makeNuwaAbandonRule).
-        ...(abr === "nuwa" ? { abandonLoadTimeout: 0 } : {}),
+        ...(abr === "nuwa" && o.abandon ? { abandonLoadTimeout: 0 } : {}),
       },
     });
     player.addABRCustomRule("qualitySwitchRules", "NuwaAbrRule", dashjs.FactoryMaker.getClassFactory(rule));
-    if (mpc_options) {
+    if (mpc_options && o.abandon) {
       // The MPC's own abandonment (mpc.ts mpcAbandon) in place of dash.js's AbandonRequestsRule.
       const abandon = makeNuwaAbandonRule(src, (ctx) => SwitchRequest(ctx).create(), buffer_level_s, mpc_options, on_decision);
       player.addABRCustomRule("abandonFragmentRules", "NuwaAbandonRule", dashjs.FactoryMaker.getClassFactory(abandon));

@@ -22,15 +22,22 @@ describe("createNuwaPlayer with the real dash.js", () => {
     const p = createNuwaPlayer(document.createElement("video"), { dashjs: mod, url: URL_, mpd: "/manifest.mpd", estimate_interval_ms: 0 });
     p.session.catch(() => {});
     expect(p.player.getVersion()).toMatch(/^5\./);
+    expect(p.player.getABRCustomRules().map((r: { type: string; rulename: string }) => [r.type, r.rulename])).toEqual([["qualitySwitchRules", "NuwaAbrRule"]]);
+    const rules = p.player.getSettings().streaming?.abr?.rules;
+    expect(rules?.throughputRule?.active).toBe(false);
+    expect(rules?.bolaRule?.active).toBe(false);
+    p.destroy(); // no MediaSource here: initialize never completed, destroy still cleans up
+  });
+
+  it("abandon: true registers the MPC's abandonment with the real dash.js and lifts its 10 s hold", () => {
+    const p = createNuwaPlayer(document.createElement("video"), { dashjs: dashjsNs, abandon: true, url: URL_, mpd: "/manifest.mpd", estimate_interval_ms: 0 });
+    p.session.catch(() => {});
     expect(p.player.getABRCustomRules().map((r: { type: string; rulename: string }) => [r.type, r.rulename])).toEqual([
       ["qualitySwitchRules", "NuwaAbrRule"],
       ["abandonFragmentRules", "NuwaAbandonRule"],
     ]);
     expect(p.player.getSettings().streaming?.abandonLoadTimeout).toBe(0);
-    const rules = p.player.getSettings().streaming?.abr?.rules;
-    expect(rules?.throughputRule?.active).toBe(false);
-    expect(rules?.bolaRule?.active).toBe(false);
-    p.destroy(); // no MediaSource here: initialize never completed, destroy still cleans up
+    p.destroy();
   });
 
   it("leaves dash.js's rules in place with abr: dashjs", () => {

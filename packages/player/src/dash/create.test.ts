@@ -113,9 +113,9 @@ describe("createNuwaPlayer options", () => {
     p.session.catch(() => {});
     const label = (c: { method: string; args: unknown[] }) => (c.method === "extend" ? `extend:${c.args[0]}` : c.method === "addABRCustomRule" ? `addABRCustomRule:${c.args[0]}:${c.args[1]}` : c.method);
     // attachNuwa's own updateSettings (built-in rules off) comes before the caller's dashSettings.
-    expect(f.calls.map(label)).toEqual(["extend:XHRLoader", "extend:ThroughputController", "updateSettings", "addABRCustomRule:qualitySwitchRules:NuwaAbrRule", "addABRCustomRule:abandonFragmentRules:NuwaAbandonRule", "updateSettings", "initialize"]);
-    expect(f.calls[5]!.args[0]).toEqual({ debug: { logLevel: 1 } });
-    expect(f.calls[6]!.args).toEqual([video, "https://127.0.0.1:4433/media/manifest.mpd", true]);
+    expect(f.calls.map(label)).toEqual(["extend:XHRLoader", "extend:ThroughputController", "updateSettings", "addABRCustomRule:qualitySwitchRules:NuwaAbrRule", "updateSettings", "initialize"]);
+    expect(f.calls[4]!.args[0]).toEqual({ debug: { logLevel: 1 } });
+    expect(f.calls[5]!.args).toEqual([video, "https://127.0.0.1:4433/media/manifest.mpd", true]);
     p.destroy();
   });
 
