@@ -96,8 +96,9 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const t = now_us();
+      const live = nuwa.current() ?? session; // the session open now (a reconnect closes the first)
       // Both estimates at the same instant: Nuwa's controller and shaka's own EWMA.
-      const est = session.controller.estimate(t);
+      const est = live.controller.estimate(t);
       const shaka_bps = nuwa.shakaEstimateBps();
       log.samples.push({
         t_us: t,
@@ -106,9 +107,9 @@ async function main(): Promise<void> {
         nuwa_bps: est.bps,
         dashjs_bps: shaka_bps,
         bitrate_kbps: activeKbps(),
-        window_bytes: session.controller.windowBytes,
+        window_bytes: live.controller.windowBytes,
         qd_ms: log.frames.raw_qd_ms[log.frames.raw_qd_ms.length - 1] ?? 0,
-        downloading: session.activeRequests > 0,
+        downloading: live.activeRequests > 0,
       });
       status.textContent = `${scheme}: media ${video.currentTime.toFixed(1)} s, buffer ${bufferAhead().toFixed(1)} s, Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, shaka ${(shaka_bps / 1e6).toFixed(2)} Mbit/s`;
       // Enough media played, or the media ended first (`--content` shorter than --duration).

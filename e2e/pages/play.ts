@@ -107,8 +107,11 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const t = now_us();
+      // The session open now: after a reconnect (server restart, an outage past the stall timeout)
+      // the first one is closed and its controller frozen.
+      const live = nuwa.current() ?? session;
       // Both estimates at the same instant: Nuwa's controller and dash.js's own ThroughputController.
-      const est = session.controller.estimate(t);
+      const est = live.controller.estimate(t);
       const dashjs_kbps = nuwa.dashjsEstimateKbps();
       const rep = player.getCurrentRepresentationForType?.("video") as { bandwidth?: number } | null;
       log.samples.push({
@@ -118,9 +121,9 @@ async function main(): Promise<void> {
         nuwa_bps: est.bps,
         dashjs_bps: dashjs_kbps * 1000,
         bitrate_kbps: rep?.bandwidth ? rep.bandwidth / 1000 : Number.NaN,
-        window_bytes: session.controller.windowBytes,
+        window_bytes: live.controller.windowBytes,
         qd_ms: log.frames.raw_qd_ms[log.frames.raw_qd_ms.length - 1] ?? 0,
-        downloading: session.activeRequests > 0,
+        downloading: live.activeRequests > 0,
       });
       status.textContent = `${scheme}: media ${video.currentTime.toFixed(1)} s, buffer ${(log.samples.at(-1)?.buffer_s ?? 0).toFixed(1)} s, Nuwa ${(est.bps / 1e6).toFixed(2)} Mbit/s, dash.js ${(dashjs_kbps / 1000).toFixed(2)} Mbit/s`;
       // Enough media played, or the media ended first (`--content` shorter than --duration).

@@ -1,5 +1,6 @@
 /** Debian's Chromium driven by playwright-core, with the flags docs/DESIGN.md §8 says this machine needs. */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BrowserContext } from "playwright-core";
@@ -21,7 +22,11 @@ export async function launchChromium(env?: Record<string, string>): Promise<Brow
     ...(env ? { env } : {}),
     args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-background-timer-throttling", "--disable-renderer-backgrounding"],
   });
-  // the profile (10–20 MB a run) goes with the browser: runs left hundreds of them in /tmp
-  ctx.on("close", () => rmSync(profile, { recursive: true, force: true }));
+  // The profile (10–20 MB a run) goes with the browser: runs left hundreds of them in /tmp. Chromium
+  // may still be writing its cache when "close" fires (a synchronous rm failed with ENOTEMPTY as an
+  // unhandled error in CI), so the removal retries and a leftover is never an error.
+  ctx.on("close", () => {
+    rm(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }).catch(() => {});
+  });
   return ctx;
 }

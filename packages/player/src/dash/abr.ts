@@ -373,14 +373,15 @@ export function recentRateKbps(samples: readonly { t_ms: number; loaded: number 
 }
 
 /**
- * Build the MPC's abandonment rule for `player.addABRCustomRule("abandonFragmentRules", ...)`:
+ * Build the MPC's abandonment rule for `player.addABRCustomRule("abandonFragmentRules", ...)`
+ * (attachNuwa registers it with `abandon: true`; off by default, docs/BENCHMARKS.md):
  * dash.js calls `shouldAbandon` on each progress event of a segment download; for video, once
  * the download has run ABANDON_MIN_ELAPSED_MS, it asks `mpcAbandon` (mpc.ts) whether to restart
  * that segment at a lower rung, with the throughput the flow gets now (the lower of what the MPC
  * predicts, Nuwa's capacity × the flow's measured share, and the download's own rate over the
- * last ABANDON_MIN_ELAPSED_MS: `recentRateKbps`), the buffer, the segment's real sizes where the index gives them (else
- * the download's size scaled by bitrate), and a restart's overhead of one RTT plus the queuing
- * delay standing now. Each segment is abandoned at most once (as dash.js's
+ * last ABANDON_MIN_ELAPSED_MS: `recentRateKbps`), the buffer, the segment's real sizes where the
+ * index gives them (else the download's size scaled by bitrate), and a restart's overhead of one
+ * RTT plus the queuing delay standing now. Each segment is abandoned at most once (as dash.js's
  * AbandonRequestsRule). dash.js then aborts the download and requests the segment at the rung
  * returned; the MPC (makeNuwaAbrRule) goes no higher until that replacement completes
  * (`MpcHistory.cap_kbps`) and decides freely after it. attachNuwa sets dash.js's
@@ -410,9 +411,9 @@ export function makeNuwaAbandonRule(
       const total = req.bytesTotal ?? Number.NaN;
       const loaded = req.bytesLoaded ?? Number.NaN;
       const started_ms = req.firstByteDate?.getTime() ?? Number.NaN;
-      const elapsed_ms = now_ms() - started_ms;
+      const now = now_ms();
+      const elapsed_ms = now - started_ms;
       if (!Number.isFinite(index) || abandoned.has(index) || !(total > 0) || !(loaded >= 0) || loaded >= total || !Number.isFinite(elapsed_ms)) return sr;
-      const now = started_ms + elapsed_ms;
       const trail = progress.get(index) ?? [];
       trail.push({ t_ms: now, loaded });
       while (trail.length > 2 && trail[1]!.t_ms <= now - 2 * ABANDON_MIN_ELAPSED_MS) trail.shift();
