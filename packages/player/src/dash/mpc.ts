@@ -63,9 +63,13 @@ export function mpcStep(i: MpcInput, prev: number | null, r: number, buffer_s: n
   const rebuffer_s = first && i.startup ? dl_s : Math.max(0, dl_s - buffer_s);
   let b = first && i.startup ? i.segment_s : Math.max(0, buffer_s - dl_s) + i.segment_s;
   if (b > i.buffer_cap_s) b = i.buffer_cap_s; // the player waits before the next request
-  let q = i.ladder_kbps[r]! / 1000 - MPC_REBUFFER_PENALTY * rebuffer_s;
-  if (prev !== null) q -= Math.abs(i.ladder_kbps[r]! - i.ladder_kbps[prev]!) / 1000;
-  return { qoe: q, buffer_s: b };
+  return { qoe: chunkQoe(i.ladder_kbps, prev, r, rebuffer_s), buffer_s: b };
+}
+
+/** Pensieve's QoE_lin of one chunk at rung `r` after rung `prev` (null: no switch charged) with `rebuffer_s` of stall. */
+function chunkQoe(ladder_kbps: readonly number[], prev: number | null, r: number, rebuffer_s: number): number {
+  const q = ladder_kbps[r]! / 1000 - MPC_REBUFFER_PENALTY * rebuffer_s;
+  return prev === null ? q : q - Math.abs(ladder_kbps[r]! - ladder_kbps[prev]!) / 1000;
 }
 
 /**
@@ -303,9 +307,7 @@ export function mpcAbandon(i: AbandonInput): AbandonDecision {
   if (!(Number.isInteger(i.rung) && i.rung >= 0 && i.rung < n)) throw new RangeError(`mpcAbandon: rung must be 0..${n - 1}, got ${i.rung}`);
   if (i.segment_bytes.length !== n) throw new RangeError("mpcAbandon: segment_bytes must match the ladder");
   if (!(i.throughput_kbps > 0)) throw new RangeError(`mpcAbandon: throughput must be > 0 kbit/s, got ${i.throughput_kbps}`);
-  const kbps = i.ladder_kbps;
-  const switch_mbps = (r: number) => (i.prev_rung === null ? 0 : Math.abs(kbps[r]! - kbps[i.prev_rung]!) / 1000);
-  const qoe = (r: number, dl_s: number) => kbps[r]! / 1000 - MPC_REBUFFER_PENALTY * Math.max(0, dl_s - i.buffer_s) - switch_mbps(r);
+  const qoe = (r: number, dl_s: number) => chunkQoe(i.ladder_kbps, i.prev_rung, r, Math.max(0, dl_s - i.buffer_s));
   const remaining_s = (Math.max(0, i.bytes_total - i.bytes_loaded) * 8) / (i.throughput_kbps * 1000);
   const keep_qoe = qoe(i.rung, remaining_s);
   let best: number | null = null;
