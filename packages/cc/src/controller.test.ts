@@ -80,16 +80,13 @@ describe("NuwaController under a simulated clock", () => {
     expect(medianQd(r.samples, 30_000, 40_000)).toBeLessThan(30);
   });
 
-  it("settles queuing delay near Td on a real trace (Norway 3G bus), in milliseconds of CPU", () => {
+  it("settles queuing delay near Td on a real trace (Norway 3G bus)", () => {
     const trace = repoTrace("3G/norway-hsdpa-bus-1.mahi");
-    const t0 = performance.now();
     const r = simulateBulk({ trace, duration_s: 60, config: { target_delay_ms: 20 } });
-    const cpu_ms = performance.now() - t0;
     expect(r.queuing_delay_ms.p50).toBeGreaterThan(10);
     expect(r.queuing_delay_ms.p50).toBeLessThan(30);
     expect(r.queuing_delay_ms.p95).toBeLessThan(50);
     expect(r.utilization).toBeGreaterThan(0.9);
-    expect(cpu_ms).toBeLessThan(60_000); // 60 s of traffic; a sanity bound, not a speed target
   });
 
   it("estimates queuing delay exactly from raw timestamps when the clock is exact", () => {
