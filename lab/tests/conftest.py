@@ -23,4 +23,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "cpu: computation only (no emulator, no server on a socket, no bound on wall-clock "
         "time): ./nuwa test runs these on both cores (pytest-xdist, -n 2) at the idle "
-        "scheduling policy, beside the rest, which run one at a time at normal priority")
+        "scheduling policy, beside the functional end-to-end tests")
+    config.addinivalue_line(
+        "markers",
+        "quiet: measures timing or shares (emulator lateness, pacing rates, a receiver against "
+        "Cubic alone): ./nuwa test runs these after the computation lane has ended, on quiet "
+        "cores; the other tests that are not `cpu` run beside the DASH content's encoding")

@@ -25,6 +25,8 @@ from nuwa_lab.emulator import (
     write_sidecar,
 )
 
+pytestmark = pytest.mark.quiet  # measures timing or shares: after the computation lane (conftest)
+
 VERIFY = Path(__file__).resolve().parent / "mmlog_verify.py"  # our independent log checker
 
 

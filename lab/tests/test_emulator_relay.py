@@ -18,6 +18,8 @@ import pytest
 from nuwa_lab.emulator import analyze_log, constant_rate_trace, load_trace, packet_records
 from nuwa_lab.emulator.cli import main
 
+pytestmark = pytest.mark.quiet  # measures timing or shares: after the computation lane (conftest)
+
 VERIFY = Path(__file__).resolve().parent / "mmlog_verify.py"  # our independent log checker
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 HDR = struct.Struct("!IQ")  # seq, send time µs (monotonic)

@@ -17,6 +17,8 @@ from nuwa_lab.mix.run import (
     switch_logs,
 )
 
+pytestmark = pytest.mark.quiet  # measures timing or shares: after the computation lane (conftest)
+
 
 def flow(port: int, upstream: int, rate_bps: float, start_ms: float, end_ms: float,
          qd_ms: float) -> dict:

@@ -42,6 +42,8 @@ from nuwa_server.oracle_sender import (
 )
 from nuwa_server.protocol import FRAME_HEADER_BYTES, Grant
 
+pytestmark = pytest.mark.quiet  # measures timing or shares: after the computation lane (conftest)
+
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 
 

@@ -17,6 +17,8 @@ from nuwa_lab.emulator.summary import build_summary
 from nuwa_lab.emulator.tcp_relay import UNIT_BYTES, TcpRelay, TcpRelayConfig
 from nuwa_lab.emulator.trace import constant_rate_trace
 
+pytestmark = pytest.mark.quiet  # measures timing or shares: after the computation lane (conftest)
+
 PAYLOAD = bytes(i % 251 for i in range(400_000))
 
 

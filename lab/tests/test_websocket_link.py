@@ -15,6 +15,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from websockets.asyncio.client import connect
 
 from nuwa_lab.emulator.analysis import analyze_log
@@ -24,6 +25,8 @@ from nuwa_server.config import SessionConfig
 from nuwa_server.protocol import FrameReader, FrameType, Grant, encode_grant
 from nuwa_server.server import start_server
 from nuwa_server.ws_framing import GRANT_STREAM_ID, decode_ws_frame, encode_stream_frame
+
+pytestmark = pytest.mark.quiet  # measures timing or shares: after the computation lane (conftest)
 
 RATE_BPS = 12e6
 WINDOW_BYTES = 15_000

@@ -33,6 +33,8 @@ from nuwa_server.protocol import (
     Grant,
 )
 
+pytestmark = pytest.mark.quiet  # measures timing or shares: after the computation lane (conftest)
+
 # --------------------------------------------------------------------------- tests
 
 
