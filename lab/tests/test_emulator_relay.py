@@ -109,26 +109,46 @@ def receive(clients: list[socket.socket], n_total: int, timeout_s: float, idle_s
     return got
 
 
-def test_two_clients_share_a_constant_rate_bottleneck(tmp_path):
-    rate_bps = 8e6
-    trace = write_trace(tmp_path / "c8.mahi", rate_bps)
+VALID_TRIES = 3
+"""Measurements of :func:`test_two_clients_share_a_constant_rate_bottleneck` while the emulator
+could not keep time (p99 lateness > 2 ms): such a run is void and taken again, as the end-to-end
+runs do (e2e/src/valid-run.ts). One CI run in about fifteen met it (p99 3.29 ms, SCHED_FIFO)."""
+
+
+def _two_clients_burst(tmp: Path, rate_bps: float) -> tuple[list, dict, Emulator, Path]:
+    """Two clients behind one emulator at ``rate_bps``; the server sends each 200 × 1200 B at
+    once. Returns what the clients received, the emulator's summary, the (stopped) emulator
+    and the trace."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    trace = write_trace(tmp / "c8.mahi", rate_bps)
     server = udp()
     clients = [udp(), udp()]
-    emu = Emulator(tmp_path, server.getsockname()[1], trace)
+    emu = Emulator(tmp, server.getsockname()[1], trace)
     try:
         peers = hello(server, clients, emu.addr)
         assert len(peers) == 2  # one upstream socket per client
         for owd in peers.values():
             assert 25.0 <= owd < 40.0  # uplink delay applied
-        n_each, size = 200, 1200
-        pad = b"\0" * (size - HDR.size)
-        for i in range(n_each):  # a burst: the queue stays backlogged ~480 ms
+        pad = b"\0" * (1200 - HDR.size)
+        for i in range(200):  # a burst: the queue stays backlogged ~480 ms
             for peer in peers:
                 server.sendto(HDR.pack(i, now_us()) + pad, peer)
-        got = receive(clients, 2 * n_each, 5.0)
+        got = receive(clients, 400, 5.0)
     finally:
         summary = emu.stop() if emu.proc.poll() is None else {}
         emu.kill()
+    return got, summary, emu, trace
+
+
+def test_two_clients_share_a_constant_rate_bottleneck(tmp_path):
+    rate_bps = 8e6
+    n_each, size = 200, 1200
+    for attempt in range(1, VALID_TRIES + 1):
+        got, summary, emu, trace = _two_clients_burst(tmp_path / f"try{attempt}", rate_bps)
+        void = summary.get("priority", "").startswith("SCHED_FIFO") and not summary.get("valid")
+        if not void or attempt == VALID_TRIES:
+            break
+        print(f"emulator could not keep time ({summary['invalid_reasons']}): void, measuring again")
     assert len(got) == 2 * n_each
     assert {g[0] for g in got} == {0, 1}
     owd_ms = sorted((g[3] - g[2]) / 1000.0 for g in got)
