@@ -96,23 +96,6 @@ def test_random_loss_drops_that_fraction_before_the_queue() -> None:
     assert lossless["flows"][0]["loss_rate"] < 0.005
 
 
-def test_a_pbq_flow_runs_the_servers_agent_every_100_ms(caplog: pytest.LogCaptureFixture) -> None:
-    """sendersim.agents: a pbq flow gets the server's PbqAgent on the simulated clock (one
-    decision per 100 ms); with no usable model it falls back at once and is exactly BBR."""
-    from nuwa_lab.sendersim.agents import attach_agent  # noqa: F401 - the module under test
-
-    data = Path(__file__).resolve().parents[2] / "server" / "tests" / "data"
-    cfg = SimConfig(duration_s=5, pbq_model=str(data / "pbq-linear.onnx"))
-    with_model = simulate(["pbq"], LINK_10M, cfg)
-    missing = SimConfig(duration_s=5, pbq_model=str(data / "missing.onnx"))
-    assert simulate(["pbq"], LINK_10M, missing)["flows"][0] == \
-        simulate(["bbr"], LINK_10M, missing)["flows"][0] | {"scheme": "pbq"}
-    bbr = simulate(["bbr"], LINK_10M, cfg)["flows"][0]
-    assert with_model["flows"][0] != bbr | {"scheme": "pbq"}
-    fallbacks = [r.getMessage() for r in caplog.records if "falling back" in r.getMessage()]
-    assert len(fallbacks) == 1 and "no model file" in fallbacks[0]
-
-
 def test_losses_are_repaired_by_aioquic_recovery() -> None:
     out = simulate(["reno"], LINK_10M, SimConfig(duration_s=10, queue_packets=10))
     f = out["flows"][0]
