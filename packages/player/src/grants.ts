@@ -8,8 +8,11 @@
  * `max_interval_us` after the previous grant. A grant that only repeats the last one
  * (nothing arrived, the window stayed put: an outage, a dark link, a player idle
  * between segments) waits `repeatIntervalUs`, which doubles per repeat up to
- * `idle_max_interval_us` and halves per grant with news (frames or a new window), down
- * to `max_interval_us`.
+ * `idle_max_interval_us` and halves per grant with news (frames, or a larger window), down
+ * to `max_interval_us`. A smaller window while nothing arrives (the silence decay of an
+ * outage) is no news: the sender has already written what the last grant allowed and
+ * writes again only when a grant moves the cumulative count, so it rides on the next
+ * repeat, or on the grant the first returning frame triggers.
  * Each grant makes the server send an ACK, and on a near-dark link those ACKs wait
  * for the link's next delivery opportunity (seconds): a link that delivers one frame
  * a second must not be answered by a fresh burst of 10 ms repeats after every frame
@@ -70,17 +73,22 @@ export class GrantPolicy {
     if (since >= this.interval_us) return true;
     if (this.frames_since >= this.cfg.every_frames) return true;
     if (this.frames_since > 0 && since >= this.cfg.max_interval_us) return true; // news: the sender may be waiting for it
+    // A smaller window with nothing arrived since the last grant waits for the next grant: the sender
+    // cannot act on it (the last grant's bytes are written; the server writes again only when a grant
+    // moves the cumulative count, and the grant a returning frame triggers carries the newest window),
+    // while each grant costs the downlink an ACK that waits out the dark spell in the queue.
+    if (window_bytes < this.last_window_bytes && this.frames_since === 0) return false;
     return Math.abs(window_bytes - this.last_window_bytes) > this.cfg.window_change_fraction * this.last_window_bytes;
   }
 
   /** Record that a grant went out. */
   sent(now_us: number, window_bytes: number): void {
-    // nothing arrived and the window did not move since the last grant: repeat less often
-    if (this.frames_since === 0 && window_bytes === this.last_window_bytes) {
+    // nothing arrived and the window did not grow since the last grant: repeat less often
+    if (this.frames_since === 0 && window_bytes <= this.last_window_bytes) {
       this.interval_us = Math.min(this.cfg.idle_max_interval_us, 2 * this.interval_us);
     } else {
-      // news (frames arrived, or the window moved): halve, not reset, so that one frame or one
-      // silence halving of the window in a dark second buys one grant, not a burst of 10 ms repeats
+      // news (frames arrived, or the window grew): halve, not reset, so that one frame in a dark
+      // second buys one grant, not a burst of 10 ms repeats
       this.interval_us = Math.max(this.cfg.max_interval_us, this.interval_us / 2);
     }
     this.last_sent_us = now_us;
