@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,6 +91,16 @@ def test_two_cpu_cells_never_overlap_on_two_cpus(local_ray: None) -> None:
     assert overlaps(wide_spans) == 0, wide_spans
     assert overlaps(wide_spans + narrow_spans) == overlaps(narrow_spans)  # none beside an e2e cell
     assert overlaps(narrow_spans) >= 1, narrow_spans
+
+
+def test_cells_run_at_the_callers_priority(local_ray: None) -> None:
+    """Ray starts workers at niceness 15; an end-to-end cell's server then lost the CPU to Chromium
+    (nice 0) at 40 Mbit/s (twentieth session: 5G low-band 0.649 utilization). A cell's process runs
+    no lower than the caller's priority."""
+    code = "import json, os, sys; json.dump(os.nice(0), open(sys.argv[2], 'w'))"
+    (got,) = spread.run_cells([spread.Cell("nice", [sys.executable, "-c", code], 1)], REPO)
+    assert got.ok, got.error
+    assert got.result <= os.nice(0), (got.result, os.nice(0))
 
 
 def test_failed_cell_and_oversized_request(local_ray: None, capsys: pytest.CaptureFixture[str]
