@@ -191,6 +191,27 @@ describe("NuwaController API", () => {
     expect(e.bps).toBeLessThan(11e6);
   });
 
+  it("peak one-RTT delivery rate: a short download in slow start on a fast link shows the rate its last round trip carried, not its diluted mean", () => {
+    // A 72 kB first segment in slow start on a link far faster than its window: flights of 10, 20
+    // and 30 frames one 50 ms round trip apart, each frame 0.2 ms behind the previous (48 Mbit/s), no queue.
+    const c = new NuwaController();
+    c.onRttSample(50_000);
+    const FRAME = 1220;
+    for (const [round, n] of [10, 20, 30].entries()) {
+      for (let i = 0; i < n; i++) {
+        const sent_us = 1_000_000 + round * 50_000 + i * 200;
+        c.onFrame(sent_us, sent_us + 25_000, FRAME); // constant one-way delay: no queue
+      }
+    }
+    expect(c.currentPhase).toBe("startup");
+    const now_us = 1_000_000 + 2 * 50_000 + 30 * 200 + 25_000;
+    const e = c.estimate(now_us);
+    const last_round_bps = (30 * FRAME * 8) / 0.05; // what the last round trip carried: ≤ the link's rate
+    expect(e.peak_rtt_rate_bps).toBeGreaterThanOrEqual(0.9 * last_round_bps);
+    expect(e.peak_rtt_rate_bps).toBeLessThanOrEqual((60 * FRAME * 8) / 0.05); // never more than all of it in one round trip
+    expect(e.delivery_rate_bps).toBeLessThan(0.2 * e.peak_rtt_rate_bps); // the 1 s mean is diluted by the idle time
+  });
+
   it("estimates the capacity, not the application's pace, for on-off segment downloads", () => {
     // The sender bursts a 100 kB segment at 8 Mbit/s (a 1000-byte frame every 1 ms) into a
     // 4 Mbit/s bottleneck (one frame every 2 ms, so frame i waits i ms); then the player idles.

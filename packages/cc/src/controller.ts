@@ -66,11 +66,20 @@ export interface BandwidthEstimate {
   kalman_capacity_bps: number;
   /** Whether the link was seen backlogged (queue above the drain threshold) in the last 500 ms. */
   backlogged: boolean;
+  /**
+   * Peak delivery rate over spans of one min RTT within the last 2 s, bits per second: bytes that
+   * arrived within one round trip are at most what the link carries in one, so this is a lower
+   * bound on the capacity; unlike a download's mean it is not diluted by the window's ramp (the
+   * slow start of a short download on a fast link, before any busy period: the MPC's floor, mpc.ts). At
+   * most the window per min RTT.
+   */
+  peak_rtt_rate_bps: number;
 }
 
 const RATE_SPAN_US = 100_000; // µs: span of one delivery-rate sample inside the max filter
 const TD_REFRESH_US = 20_000; // µs: the adaptive Td is recomputed at most this often
 const RESTART_RATE_WINDOW_US = 2_000_000; // µs: delivery rate that sizes the window after a silence
+const PEAK_RATE_WINDOW_US = 2_000_000; // µs: history of the peak one-RTT delivery rate (the rate estimator keeps 2 s)
 
 export class NuwaController {
   readonly config: NuwaConfig;
@@ -422,7 +431,9 @@ export class NuwaController {
         basis = "delivery_rate";
       }
     }
-    return { bps, basis, busy_rate_bps: busy.bps, delivery_rate_bps, max_delivery_rate_bps, window_rate_bps, kalman_capacity_bps, backlogged };
+    // at most a window per round trip: reads that a busy page batched into one span do not count twice
+    const peak_rtt_rate_bps = Math.min(this.rate.maxRateBps(now_us, PEAK_RATE_WINDOW_US, this.minRttUs), (this.window_bytes * 8) / (this.minRttUs / 1e6));
+    return { bps, basis, busy_rate_bps: busy.bps, delivery_rate_bps, max_delivery_rate_bps, window_rate_bps, kalman_capacity_bps, backlogged, peak_rtt_rate_bps };
   }
 
   /** Window to grant, bytes. */

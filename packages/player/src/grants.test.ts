@@ -69,7 +69,7 @@ describe("GrantPolicy", () => {
     // UMTS, 40.0-42.4 s of the s20 run (traces/3G/mahimahi-tmobile-umts-driving.mahi): the window decayed
     // 9459 → 6880 → 4755 → 4027 → 2573 → 1678 → 1200 bytes with no frame; each decrease went out at once and
     // halved the cadence: 14 grants in 1.8 s, each answered by a server ACK that waited out the dark spell in
-    // the queue (309 of 5,630 packets, p95 of all packets 640 ms against 173 ms for data)
+    // the queue (309 of 5,630 packets, p95 of all packets 688 ms against 173 ms for data)
     const p = new GrantPolicy();
     run(p, 0, 2000, () => 9459); // dark for 2 s already: repeats at idle_max_interval
     const windows = [9459, 6880, 4755, 4027, 2573, 1678, 1200];

@@ -52,23 +52,25 @@ export function estimateKbps(src: EstimateSource): number {
 export function achievableKbps(src: EstimateSource, history: MpcHistory): number {
   const { kbps, basis } = estimateWithBasis(src);
   if (!(kbps > 0)) return Number.NaN;
-  const { rtt_s, capacity_basis } = predictorInputs(src, basis);
+  const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
-  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s).predicted_kbps;
+  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s, MPC_DEFAULTS.max_error, peak_kbps).predicted_kbps;
 }
 
 /**
  * What the share/error predictor (mpc.ts `robustThroughputKbps`) needs besides the estimate:
- * the controller's min RTT, s (50 ms before a sample), and the estimate's basis as a capacity
- * figure: once the controller has measured a busy period its estimate is max(busy-period rate,
- * 500 ms delivery rate) whichever basis it names (controller.ts estimate).
+ * the controller's min RTT, s (50 ms before a sample), the estimate's basis as a capacity
+ * figure (once the controller has measured a busy period its estimate is max(busy-period rate,
+ * 500 ms delivery rate) whichever basis it names: controller.ts estimate), and the peak
+ * one-RTT delivery rate, kbit/s (NaN without a controller), the floor of an app-limited basis.
  */
-function predictorInputs(src: EstimateSource, basis: string): { rtt_s: number; capacity_basis: string } {
+function predictorInputs(src: EstimateSource, basis: string): { rtt_s: number; capacity_basis: string; peak_kbps: number } {
   const c = src.controller();
   const rtt_us = c?.minRttSampleUs ?? Number.NaN;
   const rtt_s = Number.isFinite(rtt_us) && rtt_us > 0 ? rtt_us / 1e6 : 0.05;
-  const capacity_basis = basis === "busy_period" || Number.isFinite(c?.estimate(src.now_us()).busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
-  return { rtt_s, capacity_basis };
+  const e = c?.estimate(src.now_us());
+  const capacity_basis = basis === "busy_period" || Number.isFinite(e?.busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
+  return { rtt_s, capacity_basis, peak_kbps: e ? e.peak_rtt_rate_bps / 1000 : Number.NaN };
 }
 
 /** dash.js's own ThroughputController methods (the parent the extension wraps). */
@@ -301,8 +303,8 @@ export function decideMpc(
   const capped = all.filter((r) => r.bitrateInKbit! <= history.cap_kbps);
   const sorted = capped.length > 0 ? capped : all.slice(0, 1);
   const ladder = sorted.map((r) => r.bitrateInKbit!);
-  const { rtt_s, capacity_basis } = predictorInputs(src, basis);
-  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s);
+  const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
+  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, MPC_DEFAULTS.max_error, peak_kbps);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
   const last = history.samples.at(-1);
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, recentRateKbps } from "./abr.js";
-import { type AbandonInput, bruteForcePlan, MpcHistory, type MpcInput, mpcAbandon, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
+import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
 const bytesOf = (ladder: readonly number[], seg_s = 2, ratio = 1) => ladder.map((k) => (k * 1000 * seg_s * ratio) / 8);
@@ -114,6 +114,19 @@ describe("robustThroughputKbps and MpcHistory", () => {
     expect(r.error).toBe(0);
     expect(r.kbps).toBeCloseTo((75_000 * 8) / 1000 / 0.04, 6);
     expect(robustThroughputKbps(33, "busy_period", h, 0.05).kbps).toBeCloseTo((33 * 0.6) / 1.25, 6); // a capacity figure: prior share and error
+  });
+
+  it("reads the peak one-RTT delivery rate as a floor of an app-limited basis only", () => {
+    // the 5G low-band start of the s20 run: after a 72,665-byte first segment in slow start the estimate
+    // was 835 kbit/s (1 s mean delivery rate) and the segment's realized throughput 3.2 Mbit/s
+    const h = new MpcHistory();
+    h.add({ bytes: 72_665, duration_s: 0.05 + (72_665 * 8) / 3_166_000, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
+    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05).predicted_kbps).toBeCloseTo(3166, 0);
+    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, MPC_DEFAULTS.max_error, 9000).predicted_kbps).toBe(9000);
+    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, MPC_DEFAULTS.max_error, 1000).predicted_kbps).toBeCloseTo(3166, 0); // below the realized: no effect
+    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, MPC_DEFAULTS.max_error, Number.NaN).predicted_kbps).toBeCloseTo(3166, 0);
+    // a capacity figure (busy period) is not raised: the share and error predictor stands
+    expect(robustThroughputKbps(20_000, "busy_period", h, 0.05, MPC_DEFAULTS.max_error, 50_000).predicted_kbps).toBeCloseTo(20_000 * MPC_DEFAULTS.flow_share_prior, 6);
   });
 
   it("decideMpc: jumps to the top rung once one small segment shows a fast link (the 5G start-up of the old rule took 5 segments)", () => {

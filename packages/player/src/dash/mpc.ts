@@ -233,15 +233,27 @@ export function flowShare(history: MpcHistory, rtt_s: number): number {
  *   gets under the window we grant is a share of it (flowShare: measured per segment), so the
  *   prediction is capacity × share — the figure the flow can actually get, not the raw capacity.
  * - An app-limited basis (delivery_rate, window_per_rtt) is only a floor (the link was not kept
- *   busy): the realized segment throughput (harmonic mean, RobustMPC §5) raises it.
+ *   busy): the realized segment throughput (harmonic mean, RobustMPC §5) raises it, and so does
+ *   `peak_kbps`, the controller's peak delivery rate over one min RTT (BandwidthEstimate
+ *   `peak_rtt_rate_bps`): a short download still in slow start averages far below the link (the
+ *   first 72 kB segment on the 5G low-band trace: 3.2 Mbit/s realized on a 42 Mbit/s link, where
+ *   dash.js's larger first segment over Cubic measured enough to go to 6 Mbit/s next), while what
+ *   arrived within its last round trip is what the link carried in one.
  * - The prediction is divided by 1 + the max relative error of that predictor on the recent
  *   segments (RobustMPC §5), capped at `max_error`; `error_prior` until two segments scored it.
  */
-export function robustThroughputKbps(estimate_kbps_in: number, basis: string, history: MpcHistory, rtt_s: number, max_error: number = MPC_DEFAULTS.max_error): { kbps: number; predicted_kbps: number; error: number; share: number } {
+export function robustThroughputKbps(
+  estimate_kbps_in: number,
+  basis: string,
+  history: MpcHistory,
+  rtt_s: number,
+  max_error: number = MPC_DEFAULTS.max_error,
+  peak_kbps = Number.NaN,
+): { kbps: number; predicted_kbps: number; error: number; share: number } {
   const estimate_kbps = Number.isFinite(estimate_kbps_in) ? estimate_kbps_in : 0;
   const realized = history.harmonicKbps(rtt_s);
   if (basis !== "busy_period" || !(estimate_kbps > 0)) {
-    const predicted = Math.max(estimate_kbps, Number.isFinite(realized) ? realized : 0);
+    const predicted = Math.max(estimate_kbps, Number.isFinite(realized) ? realized : 0, Number.isFinite(peak_kbps) ? peak_kbps : 0);
     return { kbps: predicted, predicted_kbps: predicted, error: 0, share: 1 };
   }
   const share = flowShare(history, rtt_s);
