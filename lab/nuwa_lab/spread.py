@@ -118,8 +118,9 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     # responsive; an end-to-end cell's server and page driver inherit it, while Chromium runs at 0
     # (its GPU process at -8) and Ray's daemons at 0, so at 40 Mbit/s the server was starved: 5G
     # low-band 0.649 and Lumos LTE 0.690 utilization for Nuwa, 0.903 and 0.788 for Cubic, in the
-    # twentieth session's bench (0.99 run alone). A local Ray here runs its tasks at the caller's
-    # priority; a cluster joined with ``address`` keeps its own setting.
+    # twentieth session's bench; 0.820 and 0.741 for Nuwa rerun at the caller's priority. A local
+    # Ray here runs its tasks at the caller's priority; a cluster joined with ``address`` keeps
+    # its own setting.
     os.environ.setdefault("RAY_worker_niceness", "0")
     import ray
 

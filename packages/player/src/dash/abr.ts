@@ -54,7 +54,7 @@ export function achievableKbps(src: EstimateSource, history: MpcHistory): number
   if (!(kbps > 0)) return Number.NaN;
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
-  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s, MPC_DEFAULTS.max_error, peak_kbps).predicted_kbps;
+  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s, peak_kbps).predicted_kbps;
 }
 
 /**
@@ -304,7 +304,7 @@ export function decideMpc(
   const sorted = capped.length > 0 ? capped : all.slice(0, 1);
   const ladder = sorted.map((r) => r.bitrateInKbit!);
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
-  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, MPC_DEFAULTS.max_error, peak_kbps);
+  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, peak_kbps);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
   const last = history.samples.at(-1);
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;

@@ -122,11 +122,11 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const h = new MpcHistory();
     h.add({ bytes: 72_665, duration_s: 0.05 + (72_665 * 8) / 3_166_000, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
     expect(robustThroughputKbps(835, "delivery_rate", h, 0.05).predicted_kbps).toBeCloseTo(3166, 0);
-    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, MPC_DEFAULTS.max_error, 9000).predicted_kbps).toBe(9000);
-    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, MPC_DEFAULTS.max_error, 1000).predicted_kbps).toBeCloseTo(3166, 0); // below the realized: no effect
-    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, MPC_DEFAULTS.max_error, Number.NaN).predicted_kbps).toBeCloseTo(3166, 0);
+    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, 9000).predicted_kbps).toBe(9000);
+    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, 1000).predicted_kbps).toBeCloseTo(3166, 0); // below the realized: no effect
+    expect(robustThroughputKbps(835, "delivery_rate", h, 0.05, Number.NaN).predicted_kbps).toBeCloseTo(3166, 0);
     // a capacity figure (busy period) is not raised: the share and error predictor stands
-    expect(robustThroughputKbps(20_000, "busy_period", h, 0.05, MPC_DEFAULTS.max_error, 50_000).predicted_kbps).toBeCloseTo(20_000 * MPC_DEFAULTS.flow_share_prior, 6);
+    expect(robustThroughputKbps(20_000, "busy_period", h, 0.05, 50_000).predicted_kbps).toBeCloseTo(20_000 * MPC_DEFAULTS.flow_share_prior, 6);
   });
 
   it("decideMpc: jumps to the top rung once one small segment shows a fast link (the 5G start-up of the old rule took 5 segments)", () => {

@@ -247,8 +247,8 @@ export function robustThroughputKbps(
   basis: string,
   history: MpcHistory,
   rtt_s: number,
-  max_error: number = MPC_DEFAULTS.max_error,
   peak_kbps = Number.NaN,
+  max_error: number = MPC_DEFAULTS.max_error,
 ): { kbps: number; predicted_kbps: number; error: number; share: number } {
   const estimate_kbps = Number.isFinite(estimate_kbps_in) ? estimate_kbps_in : 0;
   const realized = history.harmonicKbps(rtt_s);
