@@ -6,7 +6,9 @@
   features and −0.05 on the latest-RTT features (so it acts on what it is shown);
 * ``pbq-wrong-shape.onnx``: valid metadata, but its input takes 56 values;
 * ``pbq-wrong-version.onnx``: the linear model with state version ``pbq-state-v0``;
-* ``pbq-nan.onnx``: valid metadata and shape, its output is always NaN.
+* ``pbq-nan.onnx``: valid metadata and shape, its output is always NaN;
+* ``pbq-action-v1.onnx``: the linear model without ``action_rule_version`` (as the ninth
+  session's models, trained for the v1 action rule).
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from nuwa_server.cc.pbq import FEATURES, FRAME_SIZE, FRAMES, STATE_SIZE, STATE_VERSION
+from nuwa_server.cc.pbq import ACTION_RULE_VERSION, FEATURES, FRAME_SIZE, FRAMES, STATE_SIZE, STATE_VERSION
 from onnx import TensorProto, helper, numpy_helper
 
 OUT = Path(__file__).resolve().parents[2] / "server" / "tests" / "data"
 
 
 def _model(n_in: int, w: np.ndarray, *, nan: bool = False, version: str = STATE_VERSION,
-           input_size: int = STATE_SIZE) -> onnx.ModelProto:
+           input_size: int = STATE_SIZE, action_rule: str | None = ACTION_RULE_VERSION) -> onnx.ModelProto:
     nodes = [helper.make_node("MatMul", ["state", "w"], ["z"])]
     inits = [numpy_helper.from_array(w.astype(np.float32).reshape(n_in, 1), "w")]
     if nan:
@@ -36,9 +38,11 @@ def _model(n_in: int, w: np.ndarray, *, nan: bool = False, version: str = STATE_
         [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", 1])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 9
-    helper.set_model_props(model, {"state_version": version, "input_size": str(input_size),
-                                   "training_command": "python -m pbq_rl.testmodels (hand-made)",
-                                   "git_commit": "none"})
+    props = {"state_version": version, "input_size": str(input_size),
+             "training_command": "python -m pbq_rl.testmodels (hand-made)", "git_commit": "none"}
+    if action_rule is not None:
+        props["action_rule_version"] = action_rule
+    helper.set_model_props(model, props)
     onnx.checker.check_model(model)
     return model
 
@@ -59,7 +63,8 @@ def main() -> None:
     onnx.save(_model(56, np.zeros(56)), OUT / "pbq-wrong-shape.onnx")
     onnx.save(_model(STATE_SIZE, w, version="pbq-state-v0"), OUT / "pbq-wrong-version.onnx")
     onnx.save(_model(STATE_SIZE, w, nan=True), OUT / "pbq-nan.onnx")
-    print(f"wrote 4 models to {OUT}")
+    onnx.save(_model(STATE_SIZE, w, action_rule=None), OUT / "pbq-action-v1.onnx")
+    print(f"wrote 5 models to {OUT}")
 
 
 if __name__ == "__main__":

@@ -93,33 +93,63 @@ def test_state_is_17_features_times_4_frames_oldest_first() -> None:
     assert all(math.isfinite(x) for st in states for x in st)
 
 
-def test_action_ratio_doubles_halves_holds_and_is_clamped() -> None:
-    """cwnd ← clamp(cwnd_prev · 2^a, 4 MSS, 2 · BDP_max), a clipped to [−1, 1]."""
+def test_action_ratio_doubles_halves_holds_and_is_clamped_to_bbrs_model() -> None:
+    """cwnd ← clamp(cwnd_prev · 2^a, floor, ceiling), a clipped to [−1, 1]; the floor is the
+    flight that keeps BBR's pacing rate busy for one min RTT, the ceiling BBR's own target
+    (cwnd_gain BDPs), both from BBR's model (pbq-action-v2)."""
     cc = _pbq()
     sim = _link(cc)
-    _decide(sim, cc, [1.0] * 5 + [0.0] * 10)  # grow to the link, then hold
+    _decide(sim, cc, [0.0] * 40)  # 4 s: past Startup and Drain, into ProbeBW
+    assert cc.state in (BbrState.PROBE_BW_DOWN, BbrState.PROBE_BW_CRUISE, BbrState.PROBE_BW_REFILL,
+                        BbrState.PROBE_BW_UP)
     floor, ceiling = cc.cwnd_bounds_bytes()
-    assert floor == 4 * MSS
-    assert ceiling == pytest.approx(2 * cc.bdp_max_bytes, abs=1)
-    assert cc.bdp_max_bytes == pytest.approx(RATE * RTT, rel=0.25)
-    prev = cc.agent_cwnd_bytes
-    assert prev is not None
-    cc.apply_action(-1.0, sim.t)
-    assert cc.agent_cwnd_bytes == int(prev / 2)
+    bdp = cc.bw_bytes_per_s * cc.min_rtt_s
+    assert bdp == pytest.approx(RATE * RTT, rel=0.25)
+    extra = cc._extra_acked.best
+    want_floor = max(cc.pacing_gain * bdp + extra, 4 * MSS)
+    assert floor == pytest.approx(want_floor, rel=0.01, abs=2 * MSS + 1)
+    assert ceiling == pytest.approx(2 * bdp + extra, rel=0.01, abs=2 * MSS + 1)
+    assert floor < ceiling
     cc.apply_action(0.0, sim.t)
-    assert cc.agent_cwnd_bytes == int(prev / 2)
-    cc.apply_action(1.0, sim.t)
-    assert cc.agent_cwnd_bytes == int(prev / 2) * 2
-    cc.apply_action(5.0, sim.t)  # clipped to 1
-    assert cc.agent_cwnd_bytes == min(int(prev / 2) * 4, ceiling)
+    prev = cc.agent_cwnd_bytes
+    assert prev is not None and floor <= prev <= ceiling
     for _ in range(10):
         cc.apply_action(1.0, sim.t)
-    assert cc.agent_cwnd_bytes == ceiling
-    for _ in range(20):
+    assert cc.agent_cwnd_bytes == ceiling == cc.congestion_window
+    cc.apply_action(-1.0, sim.t)
+    assert cc.agent_cwnd_bytes == max(int(ceiling / 2), floor)
+    half = cc.agent_cwnd_bytes
+    cc.apply_action(0.0, sim.t)
+    assert cc.agent_cwnd_bytes == half
+    cc.apply_action(5.0, sim.t)  # clipped to 1
+    assert cc.agent_cwnd_bytes == min(half * 2, ceiling)
+    for _ in range(10):
         cc.apply_action(-1.0, sim.t)
-    assert cc.agent_cwnd_bytes == floor
+    assert cc.agent_cwnd_bytes == floor == cc.congestion_window
     with pytest.raises(ValueError):
         cc.apply_action(math.nan, sim.t)
+
+
+def test_the_bounds_follow_bbrs_probes_between_decisions() -> None:
+    """An agent that always halves sits on the floor, and the floor moves with BBR's pacing
+    gain: in ProbeBW_UP (1.25) the window is above what it is in ProbeBW_DOWN (0.9), so BBR's
+    probe for more bandwidth is not blocked by the agent's window; Startup is BBR's own."""
+    cc = _pbq()
+    sim = _link(cc, queue=1000 * MSS)
+    in_startup = []
+    by_state: dict[BbrState, list[int]] = {}
+    for _ in range(150):  # 15 s: several ProbeBW cycles
+        _decide(sim, cc, [-1.0])
+        if cc.state is BbrState.STARTUP:
+            in_startup.append(cc.congestion_window)
+        by_state.setdefault(cc.state, []).append(cc.congestion_window)
+        floor, ceiling = cc.cwnd_bounds_bytes()
+        if cc.state is not BbrState.PROBE_RTT:  # there ProbeRTT's cap is lower still
+            assert floor <= cc.congestion_window <= ceiling
+    up, down = by_state.get(BbrState.PROBE_BW_UP), by_state.get(BbrState.PROBE_BW_DOWN)
+    assert up and down, f"no ProbeBW_UP/DOWN seen: {sorted(s.value for s in by_state)}"
+    assert min(up) > max(down)
+    assert in_startup and in_startup[-1] > 2 * min(down)  # BBR's Startup, not the floor
 
 
 def test_between_decisions_bbr_paces_but_the_agent_holds_the_window() -> None:
@@ -163,7 +193,7 @@ def test_fall_back_hands_the_window_back_to_bbr() -> None:
     cc.fall_back("test")
     assert not cc.agent_active and cc.fallback_reason == "test"
     sim.run(sim.t + 1.0)
-    assert cc.congestion_window > 2 * small  # BBR's own window (about 2 BDP) again
+    assert cc.congestion_window > small  # BBR's own window (about 2 BDP) again
     assert cc.apply_action(1.0, sim.t) == cc.congestion_window  # ignored after the fallback
 
 
@@ -205,7 +235,7 @@ def test_an_app_limited_interval_holds_the_window() -> None:
     cc.observe(sim.t)
     assert not cc.last_interval.app_limited
     cc.apply_action(-1.0, sim.t)
-    assert cc.agent_cwnd_bytes == int(held / 2)
+    assert cc.agent_cwnd_bytes == max(int(held / 2), cc.cwnd_bounds_bytes()[0])
 
 
 def test_the_agent_skips_inference_on_an_app_limited_interval() -> None:
@@ -236,6 +266,7 @@ def test_a_valid_model_sets_the_window_every_interval(caplog: pytest.LogCaptureF
     ("missing.onnx", "no model file"),
     ("pbq-wrong-shape.onnx", "model inputs [('state', ['batch', 56])]"),
     ("pbq-wrong-version.onnx", "model state version 'pbq-state-v0'"),
+    ("pbq-action-v1.onnx", "model action rule None, the server's is 'pbq-action-v2'"),
 ])
 def test_an_unusable_model_falls_back_to_bbr_with_one_log_line(
         model: str, why: str, caplog: pytest.LogCaptureFixture) -> None:

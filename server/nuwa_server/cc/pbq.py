@@ -10,13 +10,19 @@ rule*; whatever runs the policy (the server's :mod:`.pbq_agent`, the training en
    features of the interval just closed, the last 4 intervals oldest first, 68 floats,
    :data:`STATE_VERSION`); the interval's measurements stay in ``last_interval``;
 2. :meth:`PbqCongestionControl.apply_action` ``(a, now)``: ``cwnd ← clamp(cwnd_prev · 2^a,
-   4 MSS, 2 · BDP_max)`` (docs/PBQ.md "Control loop"; the paper §3.2's continuous ratio);
+   floor, ceiling)`` (docs/PBQ.md "Control loop"; the paper §3.2's continuous ratio), the
+   bounds BBR's model (:meth:`PbqCongestionControl.cwnd_bounds_bytes`, action rule
+   :data:`ACTION_RULE_VERSION`);
 3. or :meth:`PbqCongestionControl.fall_back` ``(reason)``: plain BBR from then on.
 
-Between decisions BBR's own cwnd computations are ignored (its pacing rate is kept), except
-ProbeRTT's cap (draft-ietf-ccwg-bbr BBRBoundCwndForProbeRTT), which still applies so the
-min-RTT filter the state reads does not age. Before the first decision, BBR's own window
-holds. Persistent congestion collapses the agent's window too (RFC 9002 §7.6.2).
+Between decisions BBR's own cwnd computations are ignored (its pacing rate is kept), but the
+agent's window is clamped again on every ACK to the bounds of BBR's current model: never
+below the flight that sustains BBR's pacing rate for one min RTT (so BBR's ProbeBW_UP can
+probe and Startup runs as BBR's), never above BBR's own target flight (cwnd_gain BDPs plus
+the ACK-aggregation allowance), and under ProbeRTT's cap (draft-ietf-ccwg-bbr
+BBRBoundCwndForProbeRTT) so the min-RTT filter the state reads does not age. Before the
+first decision, BBR's own window holds. Persistent congestion collapses the agent's window
+too (RFC 9002 §7.6.2).
 """
 
 from __future__ import annotations
@@ -28,11 +34,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from aioquic.quic.congestion.base import K_INITIAL_WINDOW, register_congestion_control
+from aioquic.quic.congestion.base import register_congestion_control
 from aioquic.quic.packet_builder import QuicSentPacket
 
 from .bbr import BbrCongestionControl
-from .bbr_model import INF, MIN_PIPE_CWND_PACKETS, BbrState
+from .bbr_model import INF, BbrState
 from .rate_sample import RateSample
 
 PBQ_CC_NAME = "pbq"
@@ -40,6 +46,11 @@ PBQ_CC_NAME = "pbq"
 STATE_VERSION = "pbq-state-v1"
 """Version of the state vector's layout (:data:`FEATURES`, :data:`FRAMES`); an ONNX model
 carries it in its metadata and the server refuses a model with another."""
+ACTION_RULE_VERSION = "pbq-action-v2"
+"""Version of the action rule (:meth:`PbqCongestionControl.apply_action`); an ONNX model
+carries it in its metadata (``action_rule_version``) and the server refuses a model trained
+for another. v1 (ninth session): ``clamp(cwnd_prev · 2^a, 4 MSS, 2 · BDP_max)``, the agent's
+window replacing BBR's; v2 (twenty-first session): the bounds follow BBR's model."""
 INTERVAL_S = 0.1
 """The agent's decision interval, s (the paper's 100 ms)."""
 FRAMES = 4
@@ -134,7 +145,7 @@ class PbqInterval:
 class PbqCongestionControl(BbrCongestionControl):
     """PBQ (module doc): :class:`.bbr.BbrCongestionControl` plus the monitor and the
     agent's window. Read-only for logs and tests: ``agent_active``, ``agent_cwnd_bytes``,
-    ``fallback_reason``, ``last_interval``, ``bdp_max_bytes``, ``decisions``,
+    ``fallback_reason``, ``last_interval``, ``decisions``,
     ``held_app_limited`` (decisions not taken because their interval was app-limited).
 
     Args:
@@ -148,7 +159,6 @@ class PbqCongestionControl(BbrCongestionControl):
         self.agent_cwnd_bytes: int | None = None
         self.fallback_reason: str | None = None
         self.last_interval: PbqInterval | None = None
-        self.bdp_max_bytes = 0.0
         self.decisions = 0
         self.held_app_limited = 0
         self._last_action = 0.0
@@ -226,8 +236,6 @@ class PbqCongestionControl(BbrCongestionControl):
                                                   self.max_bw_bytes_per_s)
         max_rate = self._max_delivery_rate_bytes_per_s
         min_rtt = self.min_rtt_s if self.min_rtt_s != INF else (self._conn_min_rtt_s or 0.0)
-        if min_rtt > 0:  # docs/PBQ.md: the clamp's ceiling is 2 × the largest BDP BBR's model saw
-            self.bdp_max_bytes = max(self.bdp_max_bytes, self.max_bw_bytes_per_s * min_rtt)
         iv = PbqInterval(
             start_s=start, end_s=now, sent_packets=self._iv_sent_packets,
             lost_packets=self._iv_lost_packets, delivered_bytes=self._iv_delivered_bytes,
@@ -262,17 +270,36 @@ class PbqCongestionControl(BbrCongestionControl):
         return out
 
     def cwnd_bounds_bytes(self) -> tuple[int, int]:
-        """The action rule's clamp (docs/PBQ.md "Control loop"): floor BBRMinPipeCwnd (4
-        SMSS, draft-ietf-ccwg-bbr), ceiling 2 × the largest BDP seen, never below the
-        initial window (RFC 9002 §7.2) while no BDP is known."""
-        floor = MIN_PIPE_CWND_PACKETS * self._mss
-        ceiling = max(2.0 * self.bdp_max_bytes, float(K_INITIAL_WINDOW * self._mss), float(floor))
-        return floor, int(ceiling)
+        """The action rule's clamp (docs/PBQ.md "Control loop", :data:`ACTION_RULE_VERSION`),
+        from BBR's model now (bytes):
+
+        * floor: BBRInflight(pacing_gain) (draft-ietf-ccwg-bbr BBRInflight, BBRBDPMultiple,
+          BBRQuantizationBudget), the flight that keeps BBR's pacing rate busy for one min RTT:
+          1.25 BDP in ProbeBW_UP (so BBR's probe can find more bandwidth), 0.9 in
+          ProbeBW_DOWN, 1 in CRUISE and REFILL; at least BBRMinPipeCwnd (4 SMSS);
+        * ceiling: BBR's own target, BBRInflight(cwnd_gain) plus extra_acked (BBRUpdateMaxInflight,
+          2 BDPs in ProbeBW) without the model's loss bounds (inflight_hi/lo: the agent answers
+          loss through its reward); never below the floor (in Startup the pacing gain exceeds
+          the cwnd gain: the window is BBR's target, so Startup is BBR's).
+
+        ProbeRTT's cap (BBRBoundCwndForProbeRTT) is not a bound of the agent's window: it caps
+        the window applied while BBR is in ProbeRTT (:meth:`_apply_agent_cwnd`), and the
+        agent's own window is there again after it.
+        """
+        mss = float(self._min_pipe_cwnd())  # BBRMinPipeCwnd, 4 SMSS
+        floor = self._quantization_budget(  # draft BBRInflight(BBR.pacing_gain) + extra_acked
+            self._bdp_multiple(self.pacing_gain) + self._extra_acked.best)
+        ceiling = max(self._quantization_budget(  # draft BBRUpdateMaxInflight
+            self._bdp_multiple(self._cwnd_gain) + self._extra_acked.best), mss)
+        floor = min(max(floor, mss), ceiling)
+        return int(floor), int(ceiling)
 
     def apply_action(self, action: float, now: float) -> int:
-        """The agent's decision at ``now`` (s): ``cwnd ← clamp(cwnd_prev · 2^a, 4 MSS,
-        2 · BDP_max)`` with ``a`` clipped to [−1, 1]; ``cwnd_prev`` is the agent's previous
-        window (BBR's current one at the first decision). Returns the new window, bytes.
+        """The agent's decision at ``now`` (s): ``cwnd ← clamp(cwnd_prev · 2^a, floor,
+        ceiling)`` with ``a`` clipped to [−1, 1] and the bounds of :meth:`cwnd_bounds_bytes`;
+        ``cwnd_prev`` is the agent's previous window (BBR's current one at the first
+        decision). Returns the new window, bytes; until the next decision every ACK clamps
+        it again to the bounds of the moment (BBR's model moves).
 
         After an app-limited interval (``last_interval.app_limited``) the window is held
         instead: its delivery rate and flight measured the application, not the path, and
@@ -315,13 +342,15 @@ class PbqCongestionControl(BbrCongestionControl):
         return self.agent_active and self.agent_cwnd_bytes is not None
 
     def _apply_agent_cwnd(self) -> None:
-        """The agent's window, under ProbeRTT's cap while in ProbeRTT (BBRBoundCwndForProbeRTT)."""
+        """The agent's window within the bounds of BBR's model now (:meth:`cwnd_bounds_bytes`,
+        ProbeRTT's cap included)."""
         if self.agent_cwnd_bytes is None:
             return
-        cwnd = float(self.agent_cwnd_bytes)
-        if self.state is BbrState.PROBE_RTT:
-            cwnd = min(cwnd, self._probe_rtt_cwnd())
-        self.congestion_window = int(max(cwnd, float(self._min_pipe_cwnd())))
+        floor, ceiling = self.cwnd_bounds_bytes()
+        cwnd = min(max(self.agent_cwnd_bytes, floor), ceiling)
+        if self.state is BbrState.PROBE_RTT:  # draft BBRBoundCwndForProbeRTT
+            cwnd = min(cwnd, int(self._probe_rtt_cwnd()))
+        self.congestion_window = max(cwnd, self._min_pipe_cwnd())
 
     def _set_cwnd(self, rs: RateSample) -> None:
         """BBRSetCwnd while no agent holds the window; the agent's window (with ProbeRTT's

@@ -2,7 +2,8 @@
 connection off the packet path, with the fallbacks to plain BBR (docs/PBQ.md "Control loop").
 
 * :func:`load_policy` loads ``models/pbq.onnx`` (or ``--pbq-model``) once per process and
-  checks its metadata (:data:`.pbq.STATE_VERSION`, input size :data:`.pbq.STATE_SIZE`)
+  checks its metadata (:data:`.pbq.STATE_VERSION`, input size :data:`.pbq.STATE_SIZE`, action
+  rule :data:`.pbq.ACTION_RULE_VERSION`)
   against the graph's input; it returns a :class:`PbqPolicy` or the reason it cannot.
 * :class:`PbqAgent` is one connection's decision loop: :meth:`PbqAgent.step` ``(now)``
   observes, infers, applies (or falls back, logging one line); :meth:`PbqAgent.run` calls it
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..onnx_model import MetadataCheck, load_onnx
-from .pbq import INTERVAL_S, STATE_SIZE, STATE_VERSION, PbqCongestionControl
+from .pbq import ACTION_RULE_VERSION, INTERVAL_S, STATE_SIZE, STATE_VERSION, PbqCongestionControl
 
 log = logging.getLogger("nuwa.pbq")
 
@@ -82,7 +83,8 @@ _CACHE: dict[Path, PbqPolicy | str] = {}
 def load_policy(path: Path | None = None) -> PbqPolicy | str:
     """The checked model at ``path`` (default :data:`DEFAULT_MODEL_PATH`), loaded once per
     process; or the reason it cannot be used (missing file, onnxruntime missing or unable to
-    load it, metadata or input shape not :data:`.pbq.STATE_VERSION` / :data:`.pbq.STATE_SIZE`).
+    load it, metadata or input shape not :data:`.pbq.STATE_VERSION` / :data:`.pbq.STATE_SIZE` /
+    :data:`.pbq.ACTION_RULE_VERSION`).
     """
     p = (path or DEFAULT_MODEL_PATH).resolve()
     if p not in _CACHE:
@@ -92,7 +94,9 @@ def load_policy(path: Path | None = None) -> PbqPolicy | str:
 
 def _load(path: Path) -> PbqPolicy | str:
     loaded = load_onnx(path, checks=(MetadataCheck("state_version", STATE_VERSION, "state version"),
-                                     MetadataCheck("input_size", str(STATE_SIZE), "input size")),
+                                     MetadataCheck("input_size", str(STATE_SIZE), "input size"),
+                                     MetadataCheck("action_rule_version", ACTION_RULE_VERSION,
+                                                   "action rule")),
                        input_name=INPUT_NAME, input_size=STATE_SIZE,
                        missing_runtime_hint="pip install ./server[pbq]")
     if isinstance(loaded, str):
