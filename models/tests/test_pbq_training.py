@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from nuwa_server.cc.bbr_model import BbrState
-from nuwa_server.cc.pbq import STATE_SIZE, STATE_VERSION, PbqCongestionControl, PbqInterval
+from nuwa_server.cc.pbq import ACTION_RULE_VERSION, STATE_SIZE, STATE_VERSION, PbqCongestionControl, PbqInterval
 from nuwa_server.cc.pbq_agent import PbqPolicy, load_policy
 
 from pbq_rl.scenario import reward, split_traces
@@ -78,6 +78,7 @@ def test_shipped_model_metadata() -> None:
     assert isinstance(policy, PbqPolicy)
     meta = policy.metadata
     assert meta["state_version"] == STATE_VERSION and meta["input_size"] == str(STATE_SIZE)
+    assert meta["action_rule_version"] == ACTION_RULE_VERSION
     assert meta["training_command"].startswith("./nuwa train --agent pbq")
     assert len(meta["git_commit"]) == 40
     summary = json.loads((MODELS / "pbq.json").read_text())
