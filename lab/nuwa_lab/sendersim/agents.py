@@ -5,6 +5,7 @@ onnxruntime, with its fallbacks), stepped every 100 ms of simulated time from th
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from nuwa_server.cc.pbq import INTERVAL_S, PbqCongestionControl
@@ -21,8 +22,12 @@ def attach_agent(sender: QuicSender, pbq_model: str | None = None) -> PbqAgent |
     if not isinstance(cc, PbqCongestionControl):
         return None
     sim = sender.sim
+    # The inference timer is this thread's CPU time, not the wall clock: an inference that
+    # burns 20 ms still falls back, one merely descheduled on a loaded host does not, so a
+    # simulated run's outcome does not depend on what else the host runs.
     agent = PbqAgent(cc, load_policy(Path(pbq_model) if pbq_model else None),
-                     on_window=sender.try_send, label=f"sim flow {sender.flow}")
+                     on_window=sender.try_send, clock=time.thread_time,
+                     label=f"sim flow {sender.flow}")
 
     def tick() -> None:
         if agent.step(sim.now_s):
