@@ -200,11 +200,16 @@ class BbrControl:
         """BBRRestoreCwnd."""
         self.congestion_window = max(self.congestion_window, self._prior_cwnd_bytes)
 
+    def _max_inflight(self) -> float:
+        """BBRUpdateMaxInflight: cwnd_gain BDPs plus extra_acked, with the quantization
+        budget, bytes (the target BBRSetCwnd grows toward)."""
+        return self._quantization_budget(
+            self._bdp_multiple(self._cwnd_gain) + self._extra_acked.best)
+
     def _set_cwnd(self, rs: RateSample) -> None:
         """BBRSetCwnd: grow by what was acknowledged up to max_inflight (cwnd_gain BDPs plus
         extra_acked, BBRUpdateMaxInflight), then the ProbeRTT and model bounds."""
-        max_inflight = self._quantization_budget(
-            self._bdp_multiple(self._cwnd_gain) + self._extra_acked.best)
+        max_inflight = self._max_inflight()
         cwnd = float(self.congestion_window)
         if self.full_bw_reached:
             cwnd = min(cwnd + rs.newly_acked_bytes, max_inflight)

@@ -273,26 +273,23 @@ class PbqCongestionControl(BbrCongestionControl):
         """The action rule's clamp (docs/PBQ.md "Control loop", :data:`ACTION_RULE_VERSION`),
         from BBR's model now (bytes):
 
-        * floor: BBRInflight(pacing_gain) (draft-ietf-ccwg-bbr BBRInflight, BBRBDPMultiple,
-          BBRQuantizationBudget), the flight that keeps BBR's pacing rate busy for one min RTT:
-          1.25 BDP in ProbeBW_UP (so BBR's probe can find more bandwidth), 0.9 in
-          ProbeBW_DOWN, 1 in CRUISE and REFILL; at least BBRMinPipeCwnd (4 SMSS);
+        * floor: BBRInflight(pacing_gain) plus extra_acked (draft-ietf-ccwg-bbr BBRInflight,
+          BBRBDPMultiple, BBRQuantizationBudget), the flight that keeps BBR's pacing rate busy
+          for one min RTT: 1.25 BDP in ProbeBW_UP (so BBR's probe can find more bandwidth), 0.9
+          in ProbeBW_DOWN, 1 in CRUISE and REFILL; at least BBRMinPipeCwnd (4 SMSS);
         * ceiling: BBR's own target, BBRInflight(cwnd_gain) plus extra_acked (BBRUpdateMaxInflight,
           2 BDPs in ProbeBW) without the model's loss bounds (inflight_hi/lo: the agent answers
-          loss through its reward); never below the floor (in Startup the pacing gain exceeds
-          the cwnd gain: the window is BBR's target, so Startup is BBR's).
+          loss through its reward). The floor is never above it (in Startup the pacing gain
+          exceeds the cwnd gain: the window is BBR's target, so Startup is BBR's).
 
         ProbeRTT's cap (BBRBoundCwndForProbeRTT) is not a bound of the agent's window: it caps
         the window applied while BBR is in ProbeRTT (:meth:`_apply_agent_cwnd`), and the
         agent's own window is there again after it.
         """
-        mss = float(self._min_pipe_cwnd())  # BBRMinPipeCwnd, 4 SMSS
         floor = self._quantization_budget(  # draft BBRInflight(BBR.pacing_gain) + extra_acked
             self._bdp_multiple(self.pacing_gain) + self._extra_acked.best)
-        ceiling = max(self._quantization_budget(  # draft BBRUpdateMaxInflight
-            self._bdp_multiple(self._cwnd_gain) + self._extra_acked.best), mss)
-        floor = min(max(floor, mss), ceiling)
-        return int(floor), int(ceiling)
+        ceiling = self._max_inflight()  # draft BBRUpdateMaxInflight; ≥ BBRMinPipeCwnd
+        return int(min(floor, ceiling)), int(ceiling)
 
     def apply_action(self, action: float, now: float) -> int:
         """The agent's decision at ``now`` (s): ``cwnd ← clamp(cwnd_prev · 2^a, floor,
@@ -348,9 +345,9 @@ class PbqCongestionControl(BbrCongestionControl):
             return
         floor, ceiling = self.cwnd_bounds_bytes()
         cwnd = min(max(self.agent_cwnd_bytes, floor), ceiling)
-        if self.state is BbrState.PROBE_RTT:  # draft BBRBoundCwndForProbeRTT
+        if self.state is BbrState.PROBE_RTT:  # draft BBRBoundCwndForProbeRTT (≥ BBRMinPipeCwnd)
             cwnd = min(cwnd, int(self._probe_rtt_cwnd()))
-        self.congestion_window = max(cwnd, self._min_pipe_cwnd())
+        self.congestion_window = cwnd
 
     def _set_cwnd(self, rs: RateSample) -> None:
         """BBRSetCwnd while no agent holds the window; the agent's window (with ProbeRTT's
