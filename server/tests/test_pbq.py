@@ -19,7 +19,6 @@ from bbr_sim import MSS, Bottleneck
 from nuwa_server.cc.bbr_model import BbrState
 from nuwa_server.cc.pbq import (
     FEATURES,
-    FLOOR_GAIN,
     FRAME_SIZE,
     FRAMES,
     INTERVAL_S,
@@ -96,8 +95,8 @@ def test_state_is_17_features_times_4_frames_oldest_first() -> None:
 
 def test_action_ratio_doubles_halves_holds_and_is_clamped_to_bbrs_model() -> None:
     """cwnd ← clamp(cwnd_prev · 2^a, floor, ceiling), a clipped to [−1, 1]; the floor is the
-    flight that keeps BBR's pacing rate busy for one min RTT and at least 1.25 BDPs, the
-    ceiling BBR's own target (cwnd_gain BDPs), both from BBR's model (pbq-action-v3)."""
+    flight that keeps BBR's pacing rate busy for one min RTT, the ceiling BBR's own target
+    (cwnd_gain BDPs), both from BBR's model (pbq-action-v2)."""
     cc = _pbq()
     sim = _link(cc)
     _decide(sim, cc, [0.0] * 40)  # 4 s: past Startup and Drain, into ProbeBW
@@ -107,7 +106,7 @@ def test_action_ratio_doubles_halves_holds_and_is_clamped_to_bbrs_model() -> Non
     bdp = cc.bw_bytes_per_s * cc.min_rtt_s
     assert bdp == pytest.approx(RATE * RTT, rel=0.25)
     extra = cc._extra_acked.best
-    want_floor = max(max(cc.pacing_gain, FLOOR_GAIN) * bdp + extra, 4 * MSS)
+    want_floor = max(cc.pacing_gain * bdp + extra, 4 * MSS)
     assert floor == pytest.approx(want_floor, rel=0.01, abs=2 * MSS + 1)
     assert ceiling == pytest.approx(2 * bdp + extra, rel=0.01, abs=2 * MSS + 1)
     assert floor < ceiling
@@ -132,10 +131,9 @@ def test_action_ratio_doubles_halves_holds_and_is_clamped_to_bbrs_model() -> Non
 
 
 def test_the_bounds_follow_bbrs_probes_between_decisions() -> None:
-    """An agent that always halves sits on the floor, and the floor moves with BBR's model:
-    at least 1.25 BDPs in every ProbeBW phase and BBRInflight(1.25) plus 2 packets in
-    ProbeBW_UP, so BBR's probe for more bandwidth is not blocked by the agent's window;
-    Startup is BBR's own. No loss here, so no loss bound lowers the floor."""
+    """An agent that always halves sits on the floor, and the floor moves with BBR's pacing
+    gain: in ProbeBW_UP (1.25) the window is above what it is in ProbeBW_DOWN (0.9), so BBR's
+    probe for more bandwidth is not blocked by the agent's window; Startup is BBR's own."""
     cc = _pbq()
     sim = _link(cc, queue=1000 * MSS)
     in_startup = []
@@ -148,39 +146,10 @@ def test_the_bounds_follow_bbrs_probes_between_decisions() -> None:
         floor, ceiling = cc.cwnd_bounds_bytes()
         if cc.state is not BbrState.PROBE_RTT:  # there ProbeRTT's cap is lower still
             assert floor <= cc.congestion_window <= ceiling
-        if cc.state.value.startswith("ProbeBW"):
-            bdp = cc.bw_bytes_per_s * cc.min_rtt_s
-            assert cc.congestion_window >= FLOOR_GAIN * bdp
-            if cc.state is BbrState.PROBE_BW_UP:
-                assert cc.congestion_window >= FLOOR_GAIN * bdp + 2 * MSS
     up, down = by_state.get(BbrState.PROBE_BW_UP), by_state.get(BbrState.PROBE_BW_DOWN)
     assert up and down, f"no ProbeBW_UP/DOWN seen: {sorted(s.value for s in by_state)}"
-    assert in_startup and max(in_startup) > 1.5 * min(down)  # BBR's Startup (2 BDP), not the floor
-
-
-def test_the_floor_yields_to_bbrs_loss_bounds_and_the_ceiling_does_not() -> None:
-    """pbq-action-v3: on a shallow queue that overflows, BBR's loss response (inflight_hi,
-    inflight_lo; BBRBoundCwndForModel) lowers the floor, so an agent that halves follows it
-    below 1.25 BDPs; the ceiling stays BBR's 2-BDP target without those bounds, so an agent
-    that doubles may hold its window through losses BBR's own window would answer."""
-    cc = _pbq()
-    sim = _link(cc, queue=12 * MSS)  # a third of a BDP: ProbeBW_UP overflows it
-    capped = 0
-    for _ in range(120):
-        _decide(sim, cc, [-1.0])
-        floor, ceiling = cc.cwnd_bounds_bytes()
-        cap = cc._model_cwnd_cap()
-        assert floor <= max(cap, 4 * MSS)
-        assert ceiling == int(cc._max_inflight())
-        bdp = cc.bw_bytes_per_s * cc.min_rtt_s
-        if cc.state.value.startswith("ProbeBW") and cap < FLOOR_GAIN * bdp:
-            capped += 1
-            assert cc.congestion_window <= max(cap, 4 * MSS) + 1
-    assert capped > 0, "BBR's loss bounds never fell below 1.25 BDP: the test shows nothing"
-    for _ in range(20):
-        _decide(sim, cc, [1.0])
-    assert cc.congestion_window == cc.cwnd_bounds_bytes()[1] or cc.state is BbrState.PROBE_RTT
-    assert cc.congestion_window > cc._model_cwnd_cap() or cc.state is BbrState.PROBE_RTT
+    assert min(up) > max(down)
+    assert in_startup and in_startup[-1] > 2 * min(down)  # BBR's Startup, not the floor
 
 
 def test_between_decisions_bbr_paces_but_the_agent_holds_the_window() -> None:
@@ -297,7 +266,7 @@ def test_a_valid_model_sets_the_window_every_interval(caplog: pytest.LogCaptureF
     ("missing.onnx", "no model file"),
     ("pbq-wrong-shape.onnx", "model inputs [('state', ['batch', 56])]"),
     ("pbq-wrong-version.onnx", "model state version 'pbq-state-v0'"),
-    ("pbq-action-v1.onnx", "model action rule None, the server's is 'pbq-action-v3'"),
+    ("pbq-action-v1.onnx", "model action rule None, the server's is 'pbq-action-v2'"),
 ])
 def test_an_unusable_model_falls_back_to_bbr_with_one_log_line(
         model: str, why: str, caplog: pytest.LogCaptureFixture) -> None:

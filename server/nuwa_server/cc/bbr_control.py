@@ -208,8 +208,7 @@ class BbrControl:
 
     def _set_cwnd(self, rs: RateSample) -> None:
         """BBRSetCwnd: grow by what was acknowledged up to max_inflight (cwnd_gain BDPs plus
-        extra_acked, BBRUpdateMaxInflight), then the ProbeRTT and model bounds
-        (:meth:`_model_cwnd_cap`)."""
+        extra_acked, BBRUpdateMaxInflight), then the ProbeRTT and model bounds."""
         max_inflight = self._max_inflight()
         cwnd = float(self.congestion_window)
         if self.full_bw_reached:
@@ -219,15 +218,11 @@ class BbrControl:
         cwnd = max(cwnd, float(self._min_pipe_cwnd()))
         if self.state is BbrState.PROBE_RTT:  # BBRBoundCwndForProbeRTT
             cwnd = min(cwnd, self._probe_rtt_cwnd())
-        self.congestion_window = int(min(cwnd, self._model_cwnd_cap()))
-
-    def _model_cwnd_cap(self) -> float:
-        """BBRBoundCwndForModel's cap, bytes: inflight_hi in ProbeBW's probing phases, it less
-        the headroom in CRUISE and ProbeRTT, and inflight_lo, at least BBRMinPipeCwnd (INF
-        until loss sets a bound)."""
+        # BBRBoundCwndForModel
         cap = INF
         if self.state in PROBE_BW_STATES and self.state is not BbrState.PROBE_BW_CRUISE:
             cap = self.inflight_hi_bytes
         elif self.state in (BbrState.PROBE_RTT, BbrState.PROBE_BW_CRUISE):
             cap = self._inflight_with_headroom()
-        return max(min(cap, self._inflight_lo), float(self._min_pipe_cwnd()))
+        cap = max(min(cap, self._inflight_lo), float(self._min_pipe_cwnd()))
+        self.congestion_window = int(min(cwnd, cap))

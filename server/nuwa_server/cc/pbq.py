@@ -17,10 +17,9 @@ rule*; whatever runs the policy (the server's :mod:`.pbq_agent`, the training en
 
 Between decisions BBR's own cwnd computations are ignored (its pacing rate is kept), but the
 agent's window is clamped again on every ACK to the bounds of BBR's current model: never
-below the flight that sustains BBR's pacing rate for one min RTT and never below 1.25 BDPs
-(so BBR's ProbeBW_UP can probe and Startup runs as BBR's), unless BBR's loss bounds are lower;
-never above BBR's own target flight (cwnd_gain BDPs plus the ACK-aggregation allowance,
-without the loss bounds), and under ProbeRTT's cap (draft-ietf-ccwg-bbr
+below the flight that sustains BBR's pacing rate for one min RTT (so BBR's ProbeBW_UP can
+probe and Startup runs as BBR's), never above BBR's own target flight (cwnd_gain BDPs plus
+the ACK-aggregation allowance), and under ProbeRTT's cap (draft-ietf-ccwg-bbr
 BBRBoundCwndForProbeRTT) so the min-RTT filter the state reads does not age. Before the
 first decision, BBR's own window holds. Persistent congestion collapses the agent's window
 too (RFC 9002 §7.6.2).
@@ -47,22 +46,11 @@ PBQ_CC_NAME = "pbq"
 STATE_VERSION = "pbq-state-v1"
 """Version of the state vector's layout (:data:`FEATURES`, :data:`FRAMES`); an ONNX model
 carries it in its metadata and the server refuses a model with another."""
-ACTION_RULE_VERSION = "pbq-action-v3"
+ACTION_RULE_VERSION = "pbq-action-v2"
 """Version of the action rule (:meth:`PbqCongestionControl.apply_action`); an ONNX model
 carries it in its metadata (``action_rule_version``) and the server refuses a model trained
 for another. v1 (ninth session): ``clamp(cwnd_prev · 2^a, 4 MSS, 2 · BDP_max)``, the agent's
-window replacing BBR's; v2 (twenty-first session): the bounds follow BBR's model; v3
-(twenty-second session): the floor is at least :data:`FLOOR_GAIN` BDPs and yields to BBR's
-loss bounds (:meth:`PbqCongestionControl.cwnd_bounds_bytes`)."""
-ACTION_RULE = ("cwnd <- clamp(cwnd_prev * 2^a, "
-               "min(BBRInflight(max(pacing_gain, 1.25)) + extra_acked, BBRBoundCwndForModel), "
-               "BBRInflight(cwnd_gain) + extra_acked), a in [-1, 1], re-clamped every ACK")
-"""The rule of :data:`ACTION_RULE_VERSION` in one line, for a model's metadata."""
-FLOOR_GAIN = 1.25
-"""The floor's smallest gain, BDPs: BBRInflight(1.25), the flight BBR's own ProbeBW_UP probes
-with (draft-ietf-ccwg-bbr, ProbeBW_UP's pacing gain). Ours: a quarter BDP of queue absorbs a
-cellular link's delivery variation between BBR's probes (docs/PBQ.md "Control loop", the
-sweep of 1.0, 1.25, 1.5 and 2.0)."""
+window replacing BBR's; v2 (twenty-first session): the bounds follow BBR's model."""
 INTERVAL_S = 0.1
 """The agent's decision interval, s (the paper's 100 ms)."""
 FRAMES = 4
@@ -285,25 +273,21 @@ class PbqCongestionControl(BbrCongestionControl):
         """The action rule's clamp (docs/PBQ.md "Control loop", :data:`ACTION_RULE_VERSION`),
         from BBR's model now (bytes):
 
-        * floor: BBRInflight(max(pacing_gain, :data:`FLOOR_GAIN`)) plus extra_acked
-          (draft-ietf-ccwg-bbr BBRInflight, BBRBDPMultiple, BBRQuantizationBudget): at least
-          the flight that keeps BBR's pacing rate busy for one min RTT (so BBR's ProbeBW_UP can
-          probe) and at least 1.25 BDPs in every ProbeBW phase; then no higher than BBR's loss
-          bounds (BBRBoundCwndForModel: inflight_hi, inflight_lo), so on a congested shallow
-          queue the agent can follow BBR's loss response; at least BBRMinPipeCwnd (4 SMSS);
+        * floor: BBRInflight(pacing_gain) plus extra_acked (draft-ietf-ccwg-bbr BBRInflight,
+          BBRBDPMultiple, BBRQuantizationBudget), the flight that keeps BBR's pacing rate busy
+          for one min RTT: 1.25 BDP in ProbeBW_UP (so BBR's probe can find more bandwidth), 0.9
+          in ProbeBW_DOWN, 1 in CRUISE and REFILL; at least BBRMinPipeCwnd (4 SMSS);
         * ceiling: BBR's own target, BBRInflight(cwnd_gain) plus extra_acked (BBRUpdateMaxInflight,
-          2 BDPs in ProbeBW) without the loss bounds, so the agent may hold its window through
-          random loss that BBR's bounds would answer (the paper's Fig. 9–10). The floor is
-          never above it (in Startup the pacing gain exceeds the cwnd gain: the window is BBR's
-          target, so Startup is BBR's).
+          2 BDPs in ProbeBW) without the model's loss bounds (inflight_hi/lo: the agent answers
+          loss through its reward). The floor is never above it (in Startup the pacing gain
+          exceeds the cwnd gain: the window is BBR's target, so Startup is BBR's).
 
         ProbeRTT's cap (BBRBoundCwndForProbeRTT) is not a bound of the agent's window: it caps
         the window applied while BBR is in ProbeRTT (:meth:`_apply_agent_cwnd`), and the
         agent's own window is there again after it.
         """
-        floor = self._quantization_budget(  # draft BBRInflight(gain) + extra_acked
-            self._bdp_multiple(max(self.pacing_gain, FLOOR_GAIN)) + self._extra_acked.best)
-        floor = min(floor, self._model_cwnd_cap())  # draft BBRBoundCwndForModel (loss bounds)
+        floor = self._quantization_budget(  # draft BBRInflight(BBR.pacing_gain) + extra_acked
+            self._bdp_multiple(self.pacing_gain) + self._extra_acked.best)
         ceiling = self._max_inflight()  # draft BBRUpdateMaxInflight; ≥ BBRMinPipeCwnd
         return int(min(floor, ceiling)), int(ceiling)
 
