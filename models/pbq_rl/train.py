@@ -25,7 +25,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from nuwa_server.cc.pbq import ACTION_RULE_VERSION, FEATURES, FRAMES, INTERVAL_S, STATE_SIZE, STATE_VERSION
+from nuwa_server.cc.pbq import (
+    ACTION_RULE,
+    ACTION_RULE_VERSION,
+    FEATURES,
+    FRAMES,
+    INTERVAL_S,
+    STATE_SIZE,
+    STATE_VERSION,
+)
 from torch import nn
 
 from .env import EPISODE_STEPS, PbqEnv
@@ -183,8 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             "frames": str(FRAMES), "features": ",".join(FEATURES), "interval_s": str(INTERVAL_S),
             "reward_rtt_threshold": str(a.rtt_threshold),
             "action_rule_version": ACTION_RULE_VERSION,
-            "action_rule": ("cwnd <- clamp(cwnd_prev * 2^a, BBRInflight(pacing_gain) + extra_acked, "
-                            "BBRInflight(cwnd_gain) + extra_acked), a in [-1, 1], re-clamped every ACK"),
+            "action_rule": ACTION_RULE,
             "training_command": command.strip(), "git_commit": commit,
             "uncommitted_changes": str(dirty).lower(), "paper": "PBQ-enhanced QUIC (Sensors 2023); docs/PBQ.md"}
     onnx_path = out / "pbq.onnx"

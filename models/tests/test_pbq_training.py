@@ -11,7 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from nuwa_server.cc.bbr_model import BbrState
-from nuwa_server.cc.pbq import ACTION_RULE_VERSION, STATE_SIZE, STATE_VERSION, PbqCongestionControl, PbqInterval
+from nuwa_server.cc.pbq import (
+    ACTION_RULE,
+    ACTION_RULE_VERSION,
+    STATE_SIZE,
+    STATE_VERSION,
+    PbqCongestionControl,
+    PbqInterval,
+)
 from nuwa_server.cc.pbq_agent import PbqPolicy, load_policy
 
 from pbq_rl.scenario import reward, split_traces
@@ -79,6 +86,7 @@ def test_shipped_model_metadata() -> None:
     meta = policy.metadata
     assert meta["state_version"] == STATE_VERSION and meta["input_size"] == str(STATE_SIZE)
     assert meta["action_rule_version"] == ACTION_RULE_VERSION
+    assert meta["action_rule"] == ACTION_RULE  # the rule's text, as pbq.py states it
     assert meta["training_command"].startswith("./nuwa train --agent pbq")
     assert len(meta["git_commit"]) == 40
     summary = json.loads((MODELS / "pbq.json").read_text())

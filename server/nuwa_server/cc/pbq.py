@@ -51,6 +51,9 @@ ACTION_RULE_VERSION = "pbq-action-v2"
 carries it in its metadata (``action_rule_version``) and the server refuses a model trained
 for another. v1 (ninth session): ``clamp(cwnd_prev · 2^a, 4 MSS, 2 · BDP_max)``, the agent's
 window replacing BBR's; v2 (twenty-first session): the bounds follow BBR's model."""
+ACTION_RULE = ("cwnd <- clamp(cwnd_prev * 2^a, BBRInflight(pacing_gain) + extra_acked, "
+               "BBRInflight(cwnd_gain) + extra_acked), a in [-1, 1], re-clamped every ACK")
+"""The rule of :data:`ACTION_RULE_VERSION` in one line, for a model's metadata (``action_rule``)."""
 INTERVAL_S = 0.1
 """The agent's decision interval, s (the paper's 100 ms)."""
 FRAMES = 4
