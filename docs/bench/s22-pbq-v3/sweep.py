@@ -1,9 +1,12 @@
 """PBQ action rule v3 (tried in the twenty-second session, not shipped) against the shipped v2
-and BBR, in the sender simulator: every dev trace (3G/4G/5G) and the traces of ../shared/traces
-that are not in the repository, 1000 and 50 packets, one-way delay 10, 25 and 50 ms (mmWave at
-25 ms only), 30 s. One process per core; a line of JSON per run, as it ends.
+and BBR, in the sender simulator: every dev trace (3G/4G/5G) and the Mahimahi traces of an
+optional folder that the repository does not hold (``*/*.mahi`` under it; the run below used
+FCC MBA 2016 broadband units 812 and 8299, and T-Mobile 5G NSA walking r20069 and Verizon
+mmWave driving t59 and t73 of the SIGCOMM'21 5G artifact), 1000 and 50 packets, one-way delay
+10, 25 and 50 ms (mmWave at 25 ms only), 30 s. One process per core; a line of JSON per run, as
+it ends.
 
-    .venv/bin/python docs/bench/s22-pbq-v3/sweep.py OUT.jsonl [PROCS] [SHARED_TRACES_DIR] [ONLY]
+    .venv/bin/python docs/bench/s22-pbq-v3/sweep.py OUT.jsonl [PROCS] [EXTRA_TRACES_DIR] [ONLY]
 
 (ONLY: run only the traces whose path contains it.)
 
@@ -65,10 +68,11 @@ def run(task):
 if __name__ == "__main__":
     out_path = Path(sys.argv[1])
     procs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-    shared = Path(sys.argv[3]) if len(sys.argv) > 3 else ROOT.parent / "shared" / "traces"
     repo = {p.name for p in (ROOT / "traces").glob("*/*.mahi")}
     traces = sorted(str(p) for p in (ROOT / "traces").glob("*/*.mahi"))
-    traces += sorted(str(p) for p in shared.glob("*/*.mahi") if p.name not in repo)
+    if len(sys.argv) > 3:
+        extra = Path(sys.argv[3])
+        traces += sorted(str(p) for p in extra.glob("*/*.mahi") if p.name not in repo)
     traces = [t for t in traces if len(sys.argv) < 5 or sys.argv[4] in t]
     traces.sort(key=lambda t: 0 if "mmwave" in t else 1)  # the longest runs first
     tasks = [(s, t, q, owd, 30.0) for t in traces for q in (1000, 50) for owd in (10, 25, 50)
