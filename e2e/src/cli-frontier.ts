@@ -1,5 +1,5 @@
 /**
- * `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] [--ray-address ADDR] --json OUT`:
+ * `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] [--causal] [--ray-address ADDR] --json OUT`:
  * the offline frontier of traces (issue 14; packages/cc/src/sim/frontier.ts, docs/DESIGN.md §7),
  * SIMULATED, one Ray task (1 CPU) per trace (e2e/src/cells.ts; a local Ray, or the cluster at
  * --ray-address: docs/ARCHITECTURE.md "Runs that spread"): for each trace, the (utilization, p95 queuing delay) point of every
@@ -7,8 +7,11 @@
  * low-band 5G trace of traces/index.json found on disk (the end-to-end set of `./nuwa bench`),
  * plus every `*.mahi` in --burst-dir (e.g. burst variants made by
  * `python -m nuwa_lab.emulator.burstify`); --traces keeps those whose name or path contains
- * one of the given strings. Light CPU (a few seconds per trace), no emulator: no lock needed.
- * Writes `{traces: {name: {points, envelope, p95_at_utilization_ms}}, ...}` (e2e/src/frontier.ts)
+ * one of the given strings. `--causal` adds each trace's `causal` envelope: senders that know the
+ * past capacity exactly and nothing of the future (sim/frontier.ts causalWindowPoint; 32 more runs
+ * per trace, about 15 s of CPU at 60 s). Light CPU (a few seconds per trace without it), no
+ * emulator: no lock needed.
+ * Writes `{traces: {name: {points, envelope, p95_at_utilization_ms[, causal]}}, ...}` (e2e/src/frontier.ts)
  * and prints one line per trace.
  */
 import { readdirSync, writeFileSync } from "node:fs";
@@ -18,9 +21,10 @@ import { frontierCell, outputOf, spreadCells } from "./cells.js";
 import { parseCli, usageError } from "./cli-args.js";
 import { describeTraceFrontier, type FrontierJson, mergeFrontiers, traceName } from "./frontier.js";
 
-const USAGE = `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] [--ray-address ADDR] --json OUT
+const USAGE = `./nuwa frontier [--traces a,b] [--burst-dir DIR] [--duration 60] [--queue-packets 1000] [--causal] [--ray-address ADDR] --json OUT
   the offline frontier (omniscient senders, SIMULATED) of every 3G/4G/low-band 5G trace,
   plus every *.mahi in --burst-dir; --traces keeps names or paths containing one of a,b;
+  --causal: also the envelope of senders that know only the past capacity (a reference);
   one Ray task per trace (a local Ray, or the cluster at --ray-address)`;
 const values = parseCli(USAGE, {
   traces: { type: "string" },
@@ -28,6 +32,7 @@ const values = parseCli(USAGE, {
   duration: { type: "string", default: "60" },
   "queue-packets": { type: "string", default: "1000" },
   json: { type: "string" },
+  causal: { type: "boolean", default: false },
   "ray-address": { type: "string" },
 });
 if (!values.json) usageError(USAGE, "--json OUT is required");
@@ -56,7 +61,7 @@ if (values.traces) {
 const names = traces.map((t) => t.name);
 const twice = names.find((n, i) => names.indexOf(n) !== i);
 if (twice) usageError(USAGE, `frontier: two traces named ${twice}`);
-const cells = traces.map((t) => frontierCell(t, { duration_s, queue_packets }));
+const cells = traces.map((t) => frontierCell(t, { duration_s, queue_packets, causal: values.causal }));
 const spread = await spreadCells(cells, {
   ray_address: values["ray-address"],
   on_done: (d, n, total) => {

@@ -40,4 +40,22 @@ describe("frontier JSON (./nuwa frontier, bench's frontier.json)", () => {
     ).toThrow(/two traces named x/);
     expect(() => computeFrontiers([{ name: "y", path: join(dir, "missing.mahi") }])).toThrow(/missing\.mahi/);
   });
+
+  it("with causal: each trace's causal grid and envelope, kept out of the frontier's envelope", () => {
+    const dir = mkdtempSync(join(tmpdir(), "frontier-"));
+    const bursts = join(dir, "bursts.mahi");
+    writeFileSync(bursts, "200\n".repeat(10));
+    const plain = computeFrontiers([{ name: "b", path: bursts }], { duration_s: 6, headrooms_ms: [0], families: ["window"] });
+    expect(plain.causal).toBeUndefined();
+    expect(plain.traces.b!.causal).toBeUndefined();
+    const out = computeFrontiers([{ name: "b", path: bursts }], { duration_s: 6, headrooms_ms: [0], families: ["window"], causal: true });
+    const c = out.traces.b!.causal!;
+    expect(out.causal!.lookbacks_ms.length * out.causal!.quantiles.length * out.causal!.headrooms_ms.length).toBe(c.points.length);
+    expect(c.points.every((p) => p.family === "causal" && p.lookback_ms !== undefined && p.quantile !== undefined)).toBe(true);
+    expect(c.envelope.length).toBeGreaterThan(0);
+    expect(Object.keys(c.p95_at_utilization_ms)).toEqual(["0.9", "0.95"]);
+    // the frontier itself is unchanged by the causal grid
+    expect(out.traces.b!.envelope).toEqual(plain.traces.b!.envelope);
+    expect(out.traces.b!.points.every((p) => p.family === "window")).toBe(true);
+  });
 });

@@ -6,6 +6,10 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import {
+  CAUSAL_HEADROOMS_MS,
+  CAUSAL_LOOKBACKS_MS,
+  CAUSAL_QUANTILES,
+  causalFrontPoints,
   FRONTIER_FAMILIES,
   FRONTIER_HEADROOMS_MS,
   type FrontierFamily,
@@ -30,6 +34,18 @@ export interface FrontierPointJson {
   utilization: number;
   p95_ms: number | null;
   loss_rate: number;
+  /** Causal family only: look-back, ms, and quantile, percent. */
+  lookback_ms?: number;
+  quantile?: number;
+}
+
+/** The causal family of a trace (sim/frontier.ts causalWindowPoint): not the frontier, a reference. */
+export interface CausalFrontJson {
+  points: FrontierPointJson[];
+  /** Their lower-left envelope, utilization ascending. */
+  envelope: FrontierPointJson[];
+  /** The envelope's p95 at each of FRONTIER_REPORT_UTILIZATIONS, ms (null: not reached). */
+  p95_at_utilization_ms: Record<string, number | null>;
 }
 
 export interface TraceFrontierJson {
@@ -43,6 +59,8 @@ export interface TraceFrontierJson {
   p95_at_utilization_ms: Record<string, number | null>;
   /** The same on each family's own envelope, ms: `{family: {utilization: p95 | null}}`. */
   p95_at_utilization_ms_by_family: Record<string, Record<string, number | null>>;
+  /** With `causal`: senders that know only the past capacity (not part of the envelope above). */
+  causal?: CausalFrontJson;
 }
 
 export interface FrontierJson {
@@ -57,11 +75,20 @@ export interface FrontierJson {
   families: FrontierFamily[];
   /** Pacing interval of the paced family, ms. */
   paced_interval_ms: number;
+  /** With `causal`: the causal family's grid (look-backs ms, quantiles %, headrooms ms) and what it is. */
+  causal?: { model: string; lookbacks_ms: number[]; quantiles: number[]; headrooms_ms: number[] };
   traces: Record<string, TraceFrontierJson>;
 }
 
 const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
-const toJson = (p: FrontierPoint): FrontierPointJson => ({ family: p.family, headroom_ms: p.headroom_ms, utilization: p.utilization, p95_ms: finite(p.p95_ms), loss_rate: p.loss_rate });
+const toJson = (p: FrontierPoint): FrontierPointJson => ({
+  family: p.family,
+  headroom_ms: p.headroom_ms,
+  utilization: p.utilization,
+  p95_ms: finite(p.p95_ms),
+  loss_rate: p.loss_rate,
+  ...(p.lookback_ms !== undefined ? { lookback_ms: p.lookback_ms, quantile: p.quantile } : {}),
+});
 
 /** A trace's name in the frontier file: its file name without `.mahi`. */
 export function traceName(path: string): string {
@@ -72,7 +99,8 @@ export function traceName(path: string): string {
 export function describeTraceFrontier(name: string, t: TraceFrontierJson): string {
   const show = (a: Record<string, number | null>) => Object.values(a).map((p) => (p === null ? "–" : p.toFixed(1))).join(" / ");
   const fams = Object.entries(t.p95_at_utilization_ms_by_family).map(([f, a]) => `${f} ${show(a)}`);
-  return `${name}: p95 at util ${FRONTIER_REPORT_UTILIZATIONS.join(" / ")}: ${show(t.p95_at_utilization_ms)} ms (${fams.join(", ")})`;
+  const causal = t.causal ? `; causal ${show(t.causal.p95_at_utilization_ms)}` : "";
+  return `${name}: p95 at util ${FRONTIER_REPORT_UTILIZATIONS.join(" / ")}: ${show(t.p95_at_utilization_ms)} ms (${fams.join(", ")}${causal})`;
 }
 
 /**
@@ -96,6 +124,17 @@ export function computeFrontiers(traces: readonly { name: string; path: string }
     headrooms_ms: headrooms,
     families,
     paced_interval_ms: opts.paced_interval_ms ?? 2 * (opts.one_way_delay_ms ?? 25),
+    ...(opts.causal
+      ? {
+          causal: {
+            model:
+              "causal senders (packages/cc/src/sim/frontier.ts causalWindowPoint): window at t = the q-th percentile of the capacity rates over 50 ms spans in (t - d_up - M, t - d_up], known exactly, times (RTT_base + h); they know the past, not the future; their envelope is a reference, not part of the frontier",
+            lookbacks_ms: [...CAUSAL_LOOKBACKS_MS],
+            quantiles: [...CAUSAL_QUANTILES],
+            headrooms_ms: [...CAUSAL_HEADROOMS_MS],
+          },
+        }
+      : {}),
     traces: {},
   };
   for (const t of traces) {
@@ -112,6 +151,10 @@ export function computeFrontiers(traces: readonly { name: string; path: string }
     const at = atU(pts);
     const byFamily = Object.fromEntries(families.map((f) => [f, atU(pts.filter((p) => p.family === f))]));
     out.traces[t.name] = { path: t.path, points: pts.map(toJson), envelope: frontierEnvelope(pts).map(toJson), p95_at_utilization_ms: at, p95_at_utilization_ms_by_family: byFamily };
+    if (opts.causal) {
+      const cps = causalFrontPoints(trace, opts);
+      out.traces[t.name]!.causal = { points: cps.map(toJson), envelope: frontierEnvelope(cps).map(toJson), p95_at_utilization_ms: atU(cps) };
+    }
     log(`${describeTraceFrontier(t.name, out.traces[t.name]!)} (${((Date.now() - t0) / 1000).toFixed(1)} s CPU)`);
   }
   return out;

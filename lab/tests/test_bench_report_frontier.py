@@ -29,8 +29,18 @@ RUNS = [
 ]
 
 
+# The causal family's envelope per trace (`./nuwa bench --causal-frontier`).
+CAUSAL = {
+    "norway-hsdpa-bus-1": [{"utilization": 0.90, "p95_ms": 20},
+                           {"utilization": 1.0, "p95_ms": 120}],
+    "mahimahi-tmobile-lte-short": [{"utilization": 0.80, "p95_ms": 60},
+                                   {"utilization": 0.90, "p95_ms": 100}],
+}
+
+
 def make_bench(d: Path, with_frontier: bool, queue_packets: int = 1000,
-               runs: list[tuple[str, str, str, float, float]] = RUNS) -> None:
+               runs: list[tuple[str, str, str, float, float]] = RUNS,
+               causal: dict[str, list[dict[str, float]]] | None = None) -> None:
     ids = []
     for trace, family, scheme, util, p95 in runs:
         rid = f"bulk-{trace}-{scheme}-q1000-s1"
@@ -57,7 +67,9 @@ def make_bench(d: Path, with_frontier: bool, queue_packets: int = 1000,
         (d / "frontier.json").write_text(json.dumps({
             "queue_packets": queue_packets,
             "traces": {t: {"points": env, "envelope": env,
-                           "p95_at_utilization_ms": {"0.9": env[0]["p95_ms"], "0.95": None}}
+                           "p95_at_utilization_ms": {"0.9": env[0]["p95_ms"], "0.95": None},
+                           **({"causal": {"points": causal[t], "envelope": causal[t]}}
+                              if causal else {})}
                        for t, env in ENVELOPES.items()}}))
 
 
@@ -116,3 +128,25 @@ def test_frontier_of_another_queue_is_not_used(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "Distance to the offline frontier" not in report
     assert target_row(report).endswith("| not measured |")
+
+
+def test_causal_table_tests_issue_14s_bounds_against_senders_that_know_the_past(tmp_path):
+    make_bench(tmp_path, with_frontier=True, causal=CAUSAL)
+    main(["--bench-dir", str(tmp_path)])
+    report = (tmp_path / "report.md").read_text()
+    assert "Against senders that know only the past" in report
+    # HSDPA: cubic 1.0 / 900 ms → util 0.95 needed at ≤ max(50, 90) ms; the causal envelope is
+    # 70 ms there (between 20 at 0.90 and 120 at 1.0): reachable; nuwa 18 ms at 0.95: 18/70.
+    assert ("| norway-hsdpa-bus-1 | nuwa | 0.950 | 18 | 70.0 | 0.26× | "
+            "yes: 70 ms at util 0.950, bound 90 |") in report
+    # T-Mobile: cubic 0.97 / 800 → 0.9215 at ≤ 80 ms; the envelope ends at 0.90: not reachable.
+    # nuwa at 0.85: 80 ms on the envelope, 55/80.
+    assert ("| mahimahi-tmobile-lte-short | nuwa | 0.850 | 55 | 80.0 | 0.69× | "
+            "no: no member reaches util 0.921 |") in report
+    assert "| norway-hsdpa-bus-1 | cubic |" not in report.split("know only the past")[1]
+
+
+def test_no_causal_table_without_causal_envelopes(tmp_path):
+    make_bench(tmp_path, with_frontier=True)
+    main(["--bench-dir", str(tmp_path)])
+    assert "know only the past" not in (tmp_path / "report.md").read_text()

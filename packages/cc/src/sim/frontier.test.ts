@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type FrontierPoint, frontierEnvelope, frontierP95AtUtilization, frontierPoints, omniscientPacedPoint, omniscientWindowPoint } from "./frontier.js";
+import { causalFrontPoints, causalWindowPoint, type FrontierPoint, frontierEnvelope, frontierP95AtUtilization, frontierPoints, omniscientPacedPoint, omniscientWindowPoint } from "./frontier.js";
 import { constantRateTrace, parseMahimahiTrace } from "./trace.js";
 
 /** `n` opportunities at one instant every `period_ms` (a Mahimahi trace of one period). */
@@ -119,5 +119,56 @@ describe("omniscient senders (offline frontier, issue 14)", () => {
     }
     // bursty LTE: a perfect-forecast window still queues (docs/DESIGN.md §3 "the limit is physical")
     expect(frontierP95AtUtilization(pts, 0.9)).toBeGreaterThan(20);
+  });
+});
+
+describe("causal window senders (issue 14: what knowing only the past reaches)", () => {
+  it("on a constant-rate trace: full utilization, a standing queue of h ms", () => {
+    const pts = causalFrontPoints(constantRateTrace(12e6), { duration_s: 10 }, [
+      { lookback_ms: 200, quantile: 50, headroom_ms: 0 },
+      { lookback_ms: 200, quantile: 50, headroom_ms: 50 },
+    ]);
+    expect(pts[0]!.family).toBe("causal");
+    expect(pts[0]!.lookback_ms).toBe(200);
+    expect(pts[0]!.utilization).toBeGreaterThan(0.99);
+    expect(pts[0]!.p95_ms).toBeLessThanOrEqual(2);
+    expect(pts[1]!.utilization).toBeGreaterThan(0.99);
+    expect(pts[1]!.p95_ms).toBeGreaterThanOrEqual(48);
+    expect(pts[1]!.p95_ms).toBeLessThanOrEqual(52);
+  });
+
+  it("cannot see a rise coming: after the rate triples it under-fills where the omniscient window does not", () => {
+    // 4 Mbit/s for 1 s, then 12 Mbit/s for 1 s, looped. The causal window learns the rise one
+    // one-way delay plus a rate span late and covers only RTT_base of it (h = 0); the omniscient one
+    // opens before the rise reaches the queue.
+    const slow = Array.from({ length: 333 }, (_, i) => Math.round(((i + 1) * 1000) / 333));
+    const fast = Array.from({ length: 1000 }, (_, i) => 1001 + i);
+    const trace = Uint32Array.from([...slow, ...fast]);
+    const o = { duration_s: 20 };
+    const causal = causalWindowPoint(trace, { lookback_ms: 200, quantile: 50, headroom_ms: 0 }, o);
+    const omniscient = omniscientWindowPoint(trace, 0, o);
+    expect(omniscient.utilization).toBeGreaterThan(0.96);
+    expect(causal.utilization).toBeLessThan(omniscient.utilization - 0.02);
+    // and at the fall it holds a window of the old, higher rate: a queue the omniscient one never builds
+    expect(omniscient.p95_ms).toBeLessThanOrEqual(2);
+    expect(causal.p95_ms).toBeGreaterThan(20);
+  });
+
+  it("the maximum over a long look-back fills a bursty link at the price of its bursts' queue", () => {
+    const trace = parseMahimahiTrace(readFileSync(resolve(import.meta.dirname, "../../../../traces/4G/mahimahi-tmobile-lte-short.mahi"), "utf8"));
+    const [median, max] = causalFrontPoints(trace, { duration_s: 20 }, [
+      { lookback_ms: 200, quantile: 50, headroom_ms: 0 },
+      { lookback_ms: 1000, quantile: 100, headroom_ms: 0 },
+    ]);
+    expect(max!.utilization).toBeGreaterThan(median!.utilization + 0.05);
+    expect(max!.p95_ms).toBeGreaterThan(median!.p95_ms);
+  });
+
+  it("refuses a bad member, and stays out of the frontier's families", () => {
+    const t = constantRateTrace(12e6);
+    expect(() => causalWindowPoint(t, { lookback_ms: 10, quantile: 50, headroom_ms: 0 })).toThrow(RangeError);
+    expect(() => causalWindowPoint(t, { lookback_ms: 200, quantile: 101, headroom_ms: 0 })).toThrow(RangeError);
+    expect(() => causalWindowPoint(t, { lookback_ms: 200, quantile: 50, headroom_ms: -1 })).toThrow(RangeError);
+    expect(() => frontierPoints(t, { duration_s: 1, families: ["causal"] })).toThrow(/not part of the frontier/);
   });
 });

@@ -33,6 +33,10 @@
  * every schedule, it is an UPPER BOUND on the true frontier of all window schedules (which is 0 ms):
  * a scheme beating it is possible, and a ratio to it says how far a scheme is from an omniscient
  * round-trip-grained sender, not from the physical limit.
+ *
+ * A third family, "causal" (causalWindowPoint), knows the past capacity exactly and nothing of the
+ * future: its envelope is not the frontier but a reference on the other side, what a window rule
+ * that tracks the link's recent capacity reaches without a forecast.
  */
 import { Engine } from "./engine.js";
 import { percentile } from "./stats.js";
@@ -41,9 +45,35 @@ import { MAHIMAHI_PACKET_BYTES } from "./trace.js";
 /** Headroom grid of the frontier, ms (issue 14). */
 export const FRONTIER_HEADROOMS_MS: readonly number[] = [0, 2, 5, 10, 15, 20, 30, 40, 60, 80, 100, 150, 200, 300, 500];
 
-/** The families of omniscient senders (module doc): ACK-clocked forecast window, per-interval pacing. */
-export type FrontierFamily = "window" | "paced";
+/**
+ * The families of senders (module doc): the omniscient ACK-clocked forecast window and per-interval
+ * pacing, which make the frontier; and "causal", which knows only the past (causalWindowPoint) and
+ * is kept apart from the frontier's envelope.
+ */
+export type FrontierFamily = "window" | "paced" | "causal";
+/** The omniscient families, whose envelope is the frontier. */
 export const FRONTIER_FAMILIES: readonly FrontierFamily[] = ["window", "paced"];
+
+/**
+ * The causal family's grid (causalWindowPoint): look-back M, ms; quantile q of the past capacity
+ * rates, percent; headroom h, ms. 2 × 4 × 4 = 32 members per trace.
+ */
+export const CAUSAL_LOOKBACKS_MS: readonly number[] = [200, 1000];
+export const CAUSAL_QUANTILES: readonly number[] = [50, 75, 90, 100];
+export const CAUSAL_HEADROOMS_MS: readonly number[] = [0, 25, 50, 100];
+/** Span of one capacity-rate sample of the causal family, ms, and the step between samples, ms. */
+export const CAUSAL_RATE_SPAN_MS = 50;
+export const CAUSAL_RATE_STEP_MS = 10;
+
+/** A member of the causal family (causalWindowPoint). */
+export interface CausalMember {
+  /** Look-back M over which past capacity rates are taken, ms (≥ CAUSAL_RATE_SPAN_MS). */
+  lookback_ms: number;
+  /** Quantile q of those rates, percent, 0..100 (100: their maximum). */
+  quantile: number;
+  /** Headroom h, ms (≥ 0): the window covers RTT_base + h at that rate. */
+  headroom_ms: number;
+}
 
 export interface FrontierOptions {
   /** Simulated time, s (default 60, as a bench bulk run). */
@@ -68,6 +98,8 @@ export interface FrontierOptions {
   offset_ms?: number;
   /** Pacing interval I of the paced family, ms (default RTT_base). */
   paced_interval_ms?: number;
+  /** computeFrontiers (e2e/src/frontier.ts) also computes the causal family's envelope (causalFrontPoints; default false). */
+  causal?: boolean;
 }
 
 /** One member of a family: its family, headroom and what it achieved. */
@@ -81,6 +113,9 @@ export interface FrontierPoint {
   p95_ms: number;
   /** Dropped ÷ sent packets after the warm-up, 0..1. */
   loss_rate: number;
+  /** Causal family only: look-back M, ms, and quantile q, percent (CausalMember). */
+  lookback_ms?: number;
+  quantile?: number;
 }
 
 /**
@@ -205,6 +240,64 @@ export function omniscientPacedPoint(trace: Uint32Array, headroom_ms: number, o:
 }
 
 /**
+ * Simulate one causal window sender over `trace`: a sender that knows the capacity the link offered
+ * in the PAST, exactly, one one-way delay late (what a receiver at the bottleneck could report),
+ * and nothing of the future. Its window at t is the q-th percentile of the capacity rates over
+ * CAUSAL_RATE_SPAN_MS spans (one every CAUSAL_RATE_STEP_MS) inside (t − d_up − M, t − d_up],
+ * times RTT_base + h: Sprout's window (Winstein et al., NSDI 2013 §3: a forecast of what drains
+ * within the target delay) with the forecast replaced by a quantile of the recent past. Recomputed
+ * every CAUSAL_RATE_STEP_MS; before any span is known, 10 packets (RFC 9002 §7.2).
+ *
+ * Its points are not part of the frontier (they are dominated by the omniscient families'): their
+ * envelope over the grid (causalFrontPoints) is a reference for what knowing the past, not the
+ * future, buys. A receiver-driven controller knows less than this sender (it sees the capacity
+ * only while its own queue is not empty), so a utilization/p95 pair that no member reaches is
+ * evidence, not proof, that a causal window rule of this kind cannot reach it; the families are a
+ * grid, not every causal schedule.
+ * @param trace opportunity offsets, ms (parseMahimahiTrace); looped as Mahimahi does
+ * @param m the member: look-back, quantile, headroom
+ * @returns its point (family "causal", with lookback_ms and quantile)
+ * @throws RangeError for a look-back shorter than one span, a quantile outside 0..100, a negative
+ *   headroom or a non-positive duration
+ */
+export function causalWindowPoint(trace: Uint32Array, m: CausalMember, o: FrontierOptions = {}): FrontierPoint {
+  checkArgs("causalWindowPoint", m.headroom_ms, o);
+  if (!(m.lookback_ms >= CAUSAL_RATE_SPAN_MS)) throw new RangeError(`causalWindowPoint: lookback_ms must be ≥ ${CAUSAL_RATE_SPAN_MS} (got ${m.lookback_ms})`);
+  if (!(m.quantile >= 0 && m.quantile <= 100)) throw new RangeError(`causalWindowPoint: quantile must be in 0..100 (got ${m.quantile})`);
+  const d_ms = o.one_way_delay_ms ?? 25;
+  const pkt = o.packet_bytes ?? 1500;
+  const rtt_ms = 2 * d_ms;
+  const horizon = Math.round((o.duration_s ?? 60) * 1000) + 2;
+  const cum = cumulativeOpportunities(trace, horizon);
+  const at = (ms: number): number => cum[Math.min(horizon, Math.max(0, ms))]!;
+  let window_bytes = 10 * pkt;
+  let computed_at = Number.NEGATIVE_INFINITY;
+  const point = simulatePath(trace, o, "causal", m.headroom_ms, (t, outstanding) => {
+    if (t - computed_at >= CAUSAL_RATE_STEP_MS) {
+      computed_at = t;
+      const known = t - d_ms; // the capacity up to here has been reported
+      const rates: number[] = []; // bytes per ms
+      for (let s = Math.max(0, known - m.lookback_ms); s + CAUSAL_RATE_SPAN_MS <= known; s += CAUSAL_RATE_STEP_MS)
+        rates.push(((at(s + CAUSAL_RATE_SPAN_MS) - at(s)) * MAHIMAHI_PACKET_BYTES) / CAUSAL_RATE_SPAN_MS);
+      if (rates.length > 0) window_bytes = Math.max(pkt, percentile(rates, m.quantile) * (rtt_ms + m.headroom_ms));
+    }
+    return Math.max(0, Math.floor((window_bytes - outstanding) / pkt));
+  });
+  return { ...point, lookback_ms: m.lookback_ms, quantile: m.quantile };
+}
+
+/**
+ * The causal family's points over its grid (CAUSAL_LOOKBACKS_MS × CAUSAL_QUANTILES ×
+ * CAUSAL_HEADROOMS_MS unless `members` is given), in that order.
+ * @param trace opportunity offsets, ms (parseMahimahiTrace)
+ */
+export function causalFrontPoints(trace: Uint32Array, opts: FrontierOptions = {}, members?: readonly CausalMember[]): FrontierPoint[] {
+  const grid: CausalMember[] = [];
+  for (const lookback_ms of CAUSAL_LOOKBACKS_MS) for (const quantile of CAUSAL_QUANTILES) for (const headroom_ms of CAUSAL_HEADROOMS_MS) grid.push({ lookback_ms, quantile, headroom_ms });
+  return (members ?? grid).map((m) => causalWindowPoint(trace, m, opts));
+}
+
+/**
  * The families' points over the headroom grid (module doc).
  * @param trace opportunity offsets, ms (parseMahimahiTrace)
  * @returns one point per family and headroom: `opts.families` in order, each over `opts.headrooms_ms`
@@ -212,7 +305,10 @@ export function omniscientPacedPoint(trace: Uint32Array, headroom_ms: number, o:
 export function frontierPoints(trace: Uint32Array, opts: FrontierOptions = {}): FrontierPoint[] {
   const hs = opts.headrooms_ms ?? FRONTIER_HEADROOMS_MS;
   const out: FrontierPoint[] = [];
-  for (const f of opts.families ?? FRONTIER_FAMILIES) for (const h of hs) out.push(f === "window" ? omniscientWindowPoint(trace, h, opts) : omniscientPacedPoint(trace, h, opts));
+  for (const f of opts.families ?? FRONTIER_FAMILIES) {
+    if (f === "causal") throw new RangeError("frontierPoints: the causal family is not part of the frontier (causalFrontPoints)");
+    for (const h of hs) out.push(f === "window" ? omniscientWindowPoint(trace, h, opts) : omniscientPacedPoint(trace, h, opts));
+  }
   return out;
 }
 
