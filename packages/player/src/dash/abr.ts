@@ -44,23 +44,17 @@ export function estimateKbps(src: EstimateSource): number {
  * idle gap, gets only a share of it (mpc.ts `flowShare`, measured per segment; 0.55–0.8 end to
  * end): handing dash.js the raw capacity made its rules up-switch beyond what the flow
  * could fetch, then abandon and re-download (15–25 MB per run on T-Mobile LTE). So the figure
- * handed out is capacity × measured share, divided by 1 + that prediction's recent error
- * (RobustMPC §5's lower bound: the figure the MPC plans with). Without the error discount
- * (before the twenty-third session) dash.js's rules on T-Mobile UMTS read a capacity that swings
- * 3.6 → 0.7 Mbit/s within seconds as a reason to switch up and, with fast switching, to fetch
- * buffered segments again at the higher rung just before the link went near dark (31 segments
- * fetched twice, 43 s of stalls, against 2 and 29 s on dash.js's own smoother estimate); the
- * error is large exactly there and small where the estimate holds. dash.js applies its own
- * safety factor on top. On an app-limited basis the realized segment throughput raises the floor
- * (mpc.ts `robustThroughputKbps`). Sets the history's `next_predicted_kbps` so the next completed
- * segment scores the share and the error.
+ * handed out is capacity × measured share (RobustMPC's predictor without its error discount:
+ * dash.js applies its own safety factor). On an app-limited basis the realized segment
+ * throughput raises the floor (mpc.ts `robustThroughputKbps`). Sets the history's
+ * `next_predicted_kbps` so the next completed segment scores the share.
  */
 export function achievableKbps(src: EstimateSource, history: MpcHistory): number {
   const { kbps, basis } = estimateWithBasis(src);
   if (!(kbps > 0)) return Number.NaN;
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
-  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s, peak_kbps).kbps; // predicted ÷ (1 + error), RobustMPC §5
+  return robustThroughputKbps(kbps, capacity_basis, history, rtt_s, peak_kbps).predicted_kbps;
 }
 
 /**
@@ -93,7 +87,7 @@ export interface ThroughputParent {
  * `onDashjsEstimate`, so both can be scored against the real capacity.
  * `onParent` receives dash.js's original methods (bound) once dash.js builds the controller.
  * With `history` (completed segment downloads per media type) the figure handed out is what
- * the flow can get (`achievableKbps`: capacity × measured share ÷ (1 + its error)), not the raw capacity.
+ * the flow can get (`achievableKbps`: capacity × measured share), not the raw capacity.
  */
 export function makeThroughputOverride(
   src: EstimateSource,

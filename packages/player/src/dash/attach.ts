@@ -54,8 +54,7 @@ export interface AttachOptions {
   /**
    * `nuwa`: dash.js's throughput figure is Nuwa's (its ThroughputController is extended); with
    * `abr: "dashjs"` it is what the flow can fetch under our window (abr.ts `achievableKbps`:
-   * capacity × the share segment downloads measured ÷ (1 + that prediction's recent error)), not
-   * the link's raw capacity.
+   * capacity × the share segment downloads measured), not the link's raw capacity.
    * `dashjs`: dash.js keeps its own, untouched (no extension).
    */
   estimate?: "nuwa" | "dashjs";

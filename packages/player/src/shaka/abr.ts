@@ -12,9 +12,8 @@
  *
  * The figure is the one dash.js's rules get with `estimate: "nuwa"` (dash/abr.ts
  * `achievableKbps`): Nuwa's capacity × the share of it completed segment
- * downloads measured, ÷ (1 + that prediction's recent error) (issue 15: the raw
- * capacity made a player's rules up-switch beyond what the flow could fetch
- * under our window).
+ * downloads measured (issue 15: the raw capacity made a player's rules
+ * up-switch beyond what the flow could fetch under our window).
  */
 import { achievableKbps, type EstimateSource } from "../dash/abr.js";
 import type { MpcHistory } from "../dash/mpc.js";
