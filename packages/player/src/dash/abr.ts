@@ -48,6 +48,10 @@ export function estimateKbps(src: EstimateSource): number {
  * dash.js applies its own safety factor). On an app-limited basis the realized segment
  * throughput raises the floor (mpc.ts `robustThroughputKbps`). Sets the history's
  * `next_predicted_kbps` so the next completed segment scores the share.
+ * Tried and measured worse (twenty-third session, docs/BENCHMARKS.md): dividing the figure by
+ * 1 + the prediction's recent error, as the MPC plans: on T-Mobile UMTS dash.js's fast switching
+ * still refetched buffered segments at higher rungs after each dark spell, and on LTE the rules
+ * picked lower rungs (mean QoE 1.92 against dash.js's own estimate's 2.11 in one invocation).
  */
 export function achievableKbps(src: EstimateSource, history: MpcHistory): number {
   const { kbps, basis } = estimateWithBasis(src);
