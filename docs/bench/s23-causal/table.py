@@ -15,6 +15,11 @@ import json
 from pathlib import Path
 
 from nuwa_lab.bench_report.frontier import frontier_p95_at
+from nuwa_lab.bench_report.issue14 import (
+    P95_CUBIC_FRACTION,
+    P95_FLOOR_MS,
+    UTIL_RATIO_MOST,
+)
 
 HERE = Path(__file__).resolve().parent
 # trace: (nuwa util, nuwa p95 ms, cubic util, cubic p95 ms), end to end, twentieth session (2e2f184)
@@ -49,7 +54,7 @@ def main() -> None:
     per_member: dict[str, int] = {}
     for t, (u, p, uc, pc) in E2E.items():
         c = fr["traces"][t]["causal"]
-        need, bound = 0.95 * uc, max(50.0, 0.1 * pc)
+        need, bound = UTIL_RATIO_MOST * uc, max(P95_FLOOR_MS, P95_CUBIC_FRACTION * pc)
         at_u, at_need = frontier_p95_at(c["envelope"], u), frontier_p95_at(c["envelope"], need)
         ok = [m for m in c["points"]
               if m["utilization"] >= need and m["p95_ms"] is not None and m["p95_ms"] <= bound]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .frontier import frontier_section
+from .issue14 import causal_section
 from .markdown import fmt, qname, table
 from .metrics import METRICS, Cells, metric_at
 from .plots import plot_cdfs, plot_signal, plot_td, plot_timeseries, plot_tradeoff
@@ -70,6 +71,7 @@ def bulk_section(cells: Cells, q: int, series: dict[str, dict[str, Any]],
     md += table(["trace", "scheme", "Qd mean", "Qd p50", "Qd p95", "Mbit/s", "util",
                  "Qd err med", "Qd err p95"], rows)
     md += frontier_section(cells, frontier, q)
+    md += causal_section(cells, frontier, q)
     p1 = plots_dir / f"tradeoff-q{q}.png"
     plot_tradeoff(cells, q, p1)
     p2 = plots_dir / f"cdf-q{q}.png"
