@@ -17,7 +17,8 @@ describe("mixed-flow runs in ./nuwa bench (issue 18 item 4)", () => {
   it("plans flows × links × switch policies with ids that name them", () => {
     const plan = planMix({ ...base, runs: [["nuwa", "cubic"]], switches: ["none", "rule"], links: [{ mbps: 10 }, { trace: "traces/4G/t.mahi", name: "t-lte" }] });
     expect(plan.map((s) => s.id)).toEqual(["mix-nuwa+cubic-10mbps-q1000-none", "mix-nuwa+cubic-10mbps-q1000-rule", "mix-nuwa+cubic-t-lte-q1000-none", "mix-nuwa+cubic-t-lte-q1000-rule"]);
-    expect(() => planMix({ ...base, runs: [["nuwa", "cubic"]], switches: ["dqn"], links: [{ mbps: 10 }] })).toThrow(/unknown policy 'dqn'/);
+    expect(planMix({ ...base, runs: [["nuwa", "cubic"]], switches: ["dqn"], links: [{ mbps: 10 }] }).map((s) => s.id)).toEqual(["mix-nuwa+cubic-10mbps-q1000-dqn"]);
+    expect(() => planMix({ ...base, runs: [["nuwa", "cubic"]], switches: ["ppo"], links: [{ mbps: 10 }] })).toThrow(/unknown policy 'ppo'/);
     expect(() => planMix({ ...base, runs: [["nuwa", "cubic"]], switches: ["none"], links: [{ mbps: 0 }] })).toThrow(/> 0/);
   });
 

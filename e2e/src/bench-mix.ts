@@ -13,8 +13,11 @@ import { PYTHON, REPO_ROOT } from "./procs.js";
 
 /** Schemes a mixed flow may have (`./nuwa mix --flows`). */
 export const MIX_SCHEMES = ["nuwa", "cubic", "reno", "bbr", "pbq"] as const;
-/** Switch policies (`./nuwa mix --switch`); the DQN needs its model, so the bench offers these two. */
-export const MIX_SWITCHES = ["none", "rule"] as const;
+/**
+ * Switch policies (`./nuwa mix --switch`). `dqn` runs the checkout's `models/switch-dqn.onnx`
+ * (`./nuwa mix`'s default model; an unusable file falls back to the rule, logged by the server).
+ */
+export const MIX_SWITCHES = ["none", "rule", "dqn"] as const;
 
 /** One mixed-flow run of the bench. */
 export interface MixSpec {

@@ -35,7 +35,8 @@
  *   --ray-address ADDR (join this Ray cluster; default a local Ray on this machine: below)
  *   --mix nuwa:cubic,nuwa:bbr|none (issue 18 item 4: mixed-flow runs, each `./nuwa mix` with those
  *   flows, the second starting --mix-gap-s after the first; default none, --full nuwa:cubic)
- *   --mix-switch none,rule (each run without and with the switcher; default both)
+ *   --mix-switch none,rule,dqn (each run without and with the rule or the DQN switcher; default
+ *   none,rule)
  *   --mix-links 10,tmobile-lte-short (a number: a constant link in Mbit/s; else a trace whose path
  *   contains it; default 10) --mix-queue N (default 1000) --mix-duration S (default 60)
  *   --mix-gap-s S (default 5). The report's "Sharing a bottleneck" section: per flow share,
@@ -100,7 +101,7 @@ const USAGE = `./nuwa bench [--quick | --full | --sweep | --rl] [--traces a,b] [
   [--video-queues 1000] [--seeds N] [--duration S] [--video-duration S] [--out DIR] [--cc JSON]
   [--no-ratchet] [--no-sim] [--no-sweep] [--causal-frontier] [--resume] [--report-only] [--sim-duration S]
   [--ratchet-duration S] [--oracle-window-ms MS] [--ray-address ADDR (join a Ray cluster; default a local Ray)]
-  [--mix nuwa:cubic,...|none] [--mix-switch none,rule] [--mix-links 10,TRACE] [--mix-queue N] [--mix-duration S] [--mix-gap-s S]
+  [--mix nuwa:cubic,...|none] [--mix-switch none,rule,dqn] [--mix-links 10,TRACE] [--mix-queue N] [--mix-duration S] [--mix-gap-s S]
   (every mode and option: the comment at the top of e2e/src/cli-bench.ts)`;
 const values = parseCli(USAGE, {
   quick: { type: "boolean", default: false },
