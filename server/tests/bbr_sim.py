@@ -85,11 +85,15 @@ class Bottleneck:
     """Closed loop: the controller's sender over one drop-tail link (module doc).
 
     ``rate_fn(t)`` (bytes/s) overrides the constant rate when given; ``drop_fn(pn)``
-    drops chosen packets on top of the queue's own drops.
+    drops chosen packets on top of the queue's own drops; ``outage`` (start, end), s: the
+    link serves nothing in that interval (a packet whose service would start in it starts
+    at its end; the queue's drop test counts the wait before the outage only).
     """
 
     def __init__(self, cc: BbrCongestionControl, *, rate_bytes_per_s: float, rtt_s: float,
-                 queue_bytes: float = float("inf"), rate_fn=None, drop_fn=None) -> None:
+                 queue_bytes: float = float("inf"), rate_fn=None, drop_fn=None,
+                 outage: tuple[float, float] | None = None) -> None:
+        self.outage = outage
         self.script = Script(cc)
         self.cc = cc
         self.rate = rate_bytes_per_s
@@ -144,6 +148,8 @@ class Bottleneck:
             if dropped:
                 self._push(start + self.rtt_s + 0.001, "lost", p)
                 continue
+            if self.outage is not None and self.outage[0] <= start < self.outage[1]:
+                start = self.outage[1]
             depart = math.ceil((start + MSS / self._rate_at(start)) * GRID) / GRID
             self._link_free_s = depart
             self._last_qd = start - t

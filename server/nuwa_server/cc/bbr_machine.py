@@ -134,10 +134,15 @@ class BbrMachine(BbrProbeBw):
             self._set_state(BbrState.DRAIN)  # BBREnterDrain
 
     def _update_min_rtt(self, rs: RateSample, now: float) -> None:
-        """BBRUpdateMinRTT: a 5 s probe filter feeding the 10 s min-RTT filter."""
+        """BBRUpdateMinRTT: a 5 s probe filter feeding the 10 s min-RTT filter. One rule of
+        ours: an expired filter is not refreshed by a sample that waited through an outage
+        (``rs.waited_through_outage``; bbr_model.OUTAGE_MIN_S): the draft takes whatever
+        sample comes next, and after a dark link that is the outage's length (3.5 s for
+        51 ms on AT&T LTE driving), which then sizes the BDP and every window from it."""
         self._probe_rtt_expired = now > self._probe_rtt_min_stamp_s + PROBE_RTT_INTERVAL_S
         if rs.rtt_s is not None and (rs.rtt_s < self._probe_rtt_min_delay_s
-                                     or self._probe_rtt_expired):
+                                     or (self._probe_rtt_expired
+                                         and not rs.waited_through_outage)):
             self._probe_rtt_min_delay_s = rs.rtt_s
             self._probe_rtt_min_stamp_s = now
         min_rtt_expired = now > self._min_rtt_stamp_s + MIN_RTT_FILTER_S
