@@ -1,5 +1,5 @@
 """BBR's and PBQ's min RTT across the outages of a trace, the draft's BBRUpdateMinRTT against
-ours (bbr_model.OUTAGE_MIN_S), in the sender simulator (issue 17's known fault).
+ours (bbr_model.OUTAGE_MIN_RTTS), in the sender simulator (issue 17's known fault).
 
 Usage: .venv/bin/python docs/bench/s24-outage/minrtt.py [TRACE] [DURATION_S] [DELAY_MS]
 Prints, per scheme and rule: the largest min RTT the controller held, the seconds it held a
@@ -37,10 +37,10 @@ def main() -> None:
             seen.append((self.sim.now_ms / 1000, m))
 
     quic.QuicSender.on_ack = on_ack  # type: ignore[method-assign]
-    keep = bbr_module.OUTAGE_MIN_S
+    keep = bbr_module.OUTAGE_MIN_RTTS
     for scheme in ("bbr", "pbq"):
         for rule in ("draft", "ours"):
-            bbr_module.OUTAGE_MIN_S = math.inf if rule == "draft" else keep
+            bbr_module.OUTAGE_MIN_RTTS = math.inf if rule == "draft" else keep
             seen.clear()
             cfg = SimConfig(duration_s=duration_s, one_way_delay_ms=delay_ms, queue_packets=1000)
             out = simulate([scheme], trace, cfg)
@@ -49,9 +49,9 @@ def main() -> None:
             high_s = sum(t1 - t0 for (t0, m), (t1, _) in itertools.pairwise(seen) if m > 4 * low)
             print(f"{scheme:4} {rule:5}: min RTT max {max(m for _, m in seen) * 1000:8.0f} ms "
                   f"(lowest {low * 1000:.0f} ms), above 4x the lowest for {high_s:5.1f} s; "
-                  f"utilization {out['link']['utilization']:.3f}, "
+                  f"utilization {out['utilization']:.3f}, "
                   f"p95 queuing {f['queuing_delay_ms']['p95']:.0f} ms", flush=True)
-    bbr_module.OUTAGE_MIN_S = keep
+    bbr_module.OUTAGE_MIN_RTTS = keep
 
 
 if __name__ == "__main__":

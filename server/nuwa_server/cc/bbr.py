@@ -40,7 +40,7 @@ from aioquic.quic.congestion.base import QuicCongestionControl, register_congest
 from aioquic.quic.packet_builder import QuicSentPacket
 
 from .bbr_machine import BbrMachine
-from .bbr_model import OUTAGE_MIN_RTTS, OUTAGE_MIN_S, STARTUP_PACING_GAIN
+from .bbr_model import OUTAGE_MIN_RTTS, OUTAGE_RATE_FRACTION, STARTUP_PACING_GAIN
 from .rate_sample import PacketDeliveryState, RateSample
 
 BBR_CC_NAME = "bbr"
@@ -69,8 +69,6 @@ class BbrCongestionControl(BbrMachine, QuicCongestionControl):
         self._sent: dict[tuple[object, int], PacketDeliveryState] = {}
         self._ack_now_s: float | None = None  # an ACK's packets are being counted
         self._conn_min_rtt_s: float | None = None
-        self._last_ack_s: float | None = None  # when the previous ACK was processed
-        self._outage_end_s: float | None = None  # the first ACK after the latest outage
 
     def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
         """BBROnTransmit (BBRHandleRestartFromIdle) and the packet's delivery snapshot."""
@@ -161,7 +159,7 @@ class BbrCongestionControl(BbrMachine, QuicCongestionControl):
             return
         self._ack_now_s = None
         rs = self._sampler.generate(self._conn_min_rtt_s)
-        self._mark_outage(rs, now)
+        self._mark_outage(rs)
         if rs.rtt_s is not None:
             rtt = max(rs.rtt_s, 0.0)
             if self._conn_min_rtt_s is None or rtt < self._conn_min_rtt_s:
@@ -174,19 +172,14 @@ class BbrCongestionControl(BbrMachine, QuicCongestionControl):
         self._update_model_and_state(rs, now)
         self._update_control_parameters(rs)
 
-    def _mark_outage(self, rs: RateSample, now: float) -> None:
-        """Set ``rs.waited_through_outage`` (bbr_model.OUTAGE_MIN_S): an ACK that ends an
-        interval without ACKs of at least max(OUTAGE_MIN_S, OUTAGE_MIN_RTTS × the lowest
-        RTT) for a packet sent before that interval ended marks an outage, and every packet
-        sent before that ACK waited through it. ``now``: this ACK's time, s."""
-        gap_floor_s = max(OUTAGE_MIN_S, OUTAGE_MIN_RTTS * (self._conn_min_rtt_s or 0.0))
-        if (self._last_ack_s is not None and rs.rtt_s is not None
-                and now - self._last_ack_s >= gap_floor_s and rs.rtt_s >= gap_floor_s):
-            self._outage_end_s = now
-        self._last_ack_s = now
-        rs.waited_through_outage = (rs.newest_sent_time_s is not None
-                                    and self._outage_end_s is not None
-                                    and rs.newest_sent_time_s < self._outage_end_s)
-
+    def _mark_outage(self, rs: RateSample) -> None:
+        """Set ``rs.waited_through_outage`` (bbr_model.OUTAGE_MIN_RTTS): the newest acked
+        packet's RTT is at least OUTAGE_MIN_RTTS × the lowest RTT measured and the bytes
+        delivered during its flight are under OUTAGE_RATE_FRACTION × max_bw × that RTT."""
+        lowest_s = self._conn_min_rtt_s
+        rs.waited_through_outage = (
+            rs.rtt_s is not None and lowest_s is not None and self.max_bw_bytes_per_s > 0
+            and rs.rtt_s >= OUTAGE_MIN_RTTS * lowest_s
+            and rs.delivered_bytes < OUTAGE_RATE_FRACTION * self.max_bw_bytes_per_s * rs.rtt_s)
 
 register_congestion_control(BBR_CC_NAME, BbrCongestionControl)

@@ -136,7 +136,7 @@ class BbrMachine(BbrProbeBw):
     def _update_min_rtt(self, rs: RateSample, now: float) -> None:
         """BBRUpdateMinRTT: a 5 s probe filter feeding the 10 s min-RTT filter. One rule of
         ours: an expired filter is not refreshed by a sample that waited through an outage
-        (``rs.waited_through_outage``; bbr_model.OUTAGE_MIN_S): the draft takes whatever
+        (``rs.waited_through_outage``; bbr_model.OUTAGE_MIN_RTTS): the draft takes whatever
         sample comes next, and after a dark link that is the outage's length (3.5 s for
         51 ms on AT&T LTE driving), which then sizes the BDP and every window from it."""
         self._probe_rtt_expired = now > self._probe_rtt_min_stamp_s + PROBE_RTT_INTERVAL_S

@@ -54,16 +54,19 @@ MIN_RTT_FILTER_S = 10.0
 """MinRTTFilterLen, s."""
 PROBE_RTT_INTERVAL_S = 5.0
 """ProbeRTTInterval: ProbeRTT at most this long after the last min-RTT probe, s."""
-OUTAGE_MIN_S = 1.0
-"""An interval without ACKs, with packets in flight, at least this long and at least
-OUTAGE_MIN_RTTS lowest RTTs, is an outage: RTT samples of packets that waited through it do
-not refresh an expired min-RTT filter (BBRUpdateMinRTT; our rule, not the draft's). 1 s is
-RFC 6298 §2.4's lowest retransmission timeout: where TCP would have timed out, retransmitted
-and (Karn, RFC 6298 §3) taken no RTT sample from those packets, QUIC's unique packet numbers
-let the late ACKs through; Linux's BBR likewise keeps suspect samples (delayed ACKs,
-tcp_bbr.c bbr_update_min_rtt) out of an expired filter."""
 OUTAGE_MIN_RTTS = 4.0
-"""The outage's other floor, in the connection's lowest RTT (OUTAGE_MIN_S)."""
+"""A packet waited through an outage when its RTT is at least this many times the lowest RTT
+the connection has measured and the link delivered less than OUTAGE_RATE_FRACTION of the
+max-bandwidth filter while it was in flight (a dark or trickling link, not a standing queue,
+which delivers at the link's rate; not a longer path, whose samples come at the usual rate).
+Such samples do not refresh an expired min-RTT filter (BBRUpdateMinRTT; our rule, not the
+draft's): where TCP would have timed out, retransmitted and (Karn, RFC 6298 §3) taken no RTT
+sample from those packets, QUIC's unique packet numbers let the late ACKs through; Linux's BBR
+likewise keeps suspect samples (delayed ACKs, tcp_bbr.c bbr_update_min_rtt) out of an expired
+filter."""
+OUTAGE_RATE_FRACTION = 0.25
+"""The delivery rate over a packet's flight, as a fraction of BBR.max_bw, below which a long
+RTT sample is an outage's (OUTAGE_MIN_RTTS)."""
 PROBE_RTT_DURATION_S = 0.2
 """ProbeRTTDuration: time at the ProbeRTT window, s (plus one round)."""
 PROBE_BW_WAIT_BASE_S = 2.0

@@ -60,9 +60,9 @@ class RateSample:
         rtt_s: now − send time of the newest acked packet, s (None: no packet acked).
         newly_acked_bytes: bytes acknowledged by this ACK.
         newest_sent_time_s: send time of the newest acked packet, s.
-        waited_through_outage: the newest acked packet was in flight across an outage (an
-            interval without ACKs longer than ``bbr_model.OUTAGE_MIN_S``), so ``rtt_s``
-            holds the outage, not the path; set by the controller, not by the sampler.
+        waited_through_outage: the newest acked packet waited through an outage (a dark or
+            trickling link; ``bbr_model.OUTAGE_MIN_RTTS``), so ``rtt_s`` holds the outage,
+            not the path; set by the controller, not by the sampler.
     """
 
     valid: bool = False
