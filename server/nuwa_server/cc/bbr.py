@@ -25,6 +25,15 @@ implements: :mod:`.bbr_control` (state and control parameters), :mod:`.bbr_probe
 (Drain exit, the ProbeBW cycle, inflight_hi, loss), :mod:`.bbr_machine` (the per-ACK
 model, Startup's end, min RTT and ProbeRTT); this module maps aioquic's events onto them.
 
+Where this departs from the draft (each at its line, each with its reason):
+
+* the max-bandwidth filter advances once per ProbeBW cycle, as Linux BBRv3 does
+  (:meth:`.bbr_probe_bw.BbrProbeBw._adapt_upper_bounds`);
+* an expired min-RTT filter is not refreshed by a sample whose packet waited through an
+  outage (:meth:`_mark_outage`, ``bbr_model.OUTAGE_MIN_RTTS``): the draft takes the next
+  sample whatever its size, and after a dark or trickling link that is seconds, which then
+  sizes every window (docs/PBQ.md, issue 17's fault).
+
 The pacing rate (:attr:`BbrCongestionControl.pacing_rate_bytes_per_s`) reaches aioquic's
 pacer through :mod:`.pacing`; the server marks app-limited phases with
 :meth:`BbrCongestionControl.on_app_limited`.
