@@ -231,7 +231,7 @@ def test_an_outage_does_not_become_the_min_rtt(rule: str, link: str,
     waited through it, so the min RTT stays within a few base RTTs, and is the base RTT again
     once the queue has drained."""
     if rule == "draft":
-        import nuwa_server.cc.bbr as bbr_module
+        import nuwa_server.cc.bbr_machine as bbr_module
         monkeypatch.setattr(bbr_module, "OUTAGE_MIN_RTTS", math.inf)  # never an outage
     if link == "dark":
         sim = Bottleneck(_bbr(), rate_bytes_per_s=RATE, rtt_s=RTT, outage=(7.0, 18.0))

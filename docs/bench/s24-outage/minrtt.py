@@ -13,7 +13,7 @@ import math
 import sys
 from pathlib import Path
 
-import nuwa_server.cc.bbr as bbr_module
+import nuwa_server.cc.bbr_machine as bbr_module
 from nuwa_lab.emulator.trace import load_trace
 from nuwa_lab.sendersim import quic
 from nuwa_lab.sendersim.run import SimConfig, simulate

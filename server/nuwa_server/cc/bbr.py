@@ -30,7 +30,8 @@ Where this departs from the draft (each at its line, each with its reason):
 * the max-bandwidth filter advances once per ProbeBW cycle, as Linux BBRv3 does
   (:meth:`.bbr_probe_bw.BbrProbeBw._adapt_upper_bounds`);
 * an expired min-RTT filter is not refreshed by a sample whose packet waited through an
-  outage (:meth:`_mark_outage`, ``bbr_model.OUTAGE_MIN_RTTS``): the draft takes the next
+  outage (:meth:`.bbr_machine.BbrMachine._waited_through_outage`,
+  ``bbr_model.OUTAGE_MIN_RTTS``): the draft takes the next
   sample whatever its size, and after a dark or trickling link that is seconds, which then
   sizes every window (docs/PBQ.md, issue 17's fault).
 
@@ -49,8 +50,8 @@ from aioquic.quic.congestion.base import QuicCongestionControl, register_congest
 from aioquic.quic.packet_builder import QuicSentPacket
 
 from .bbr_machine import BbrMachine
-from .bbr_model import OUTAGE_MIN_RTTS, OUTAGE_RATE_FRACTION, STARTUP_PACING_GAIN
-from .rate_sample import PacketDeliveryState, RateSample
+from .bbr_model import STARTUP_PACING_GAIN
+from .rate_sample import PacketDeliveryState
 
 BBR_CC_NAME = "bbr"
 """aioquic congestion-control name of :class:`BbrCongestionControl`."""
@@ -77,7 +78,6 @@ class BbrCongestionControl(BbrMachine, QuicCongestionControl):
         BbrMachine.__init__(self, max_datagram_size=max_datagram_size, rng=rng)
         self._sent: dict[tuple[object, int], PacketDeliveryState] = {}
         self._ack_now_s: float | None = None  # an ACK's packets are being counted
-        self._conn_min_rtt_s: float | None = None
 
     def on_packet_sent(self, *, packet: QuicSentPacket) -> None:
         """BBROnTransmit (BBRHandleRestartFromIdle) and the packet's delivery snapshot."""
@@ -168,7 +168,6 @@ class BbrCongestionControl(BbrMachine, QuicCongestionControl):
             return
         self._ack_now_s = None
         rs = self._sampler.generate(self._conn_min_rtt_s)
-        self._mark_outage(rs)
         if rs.rtt_s is not None:
             rtt = max(rs.rtt_s, 0.0)
             if self._conn_min_rtt_s is None or rtt < self._conn_min_rtt_s:
@@ -181,14 +180,5 @@ class BbrCongestionControl(BbrMachine, QuicCongestionControl):
         self._update_model_and_state(rs, now)
         self._update_control_parameters(rs)
 
-    def _mark_outage(self, rs: RateSample) -> None:
-        """Set ``rs.waited_through_outage`` (bbr_model.OUTAGE_MIN_RTTS): the newest acked
-        packet's RTT is at least OUTAGE_MIN_RTTS × the lowest RTT measured and the bytes
-        delivered during its flight are under OUTAGE_RATE_FRACTION × max_bw × that RTT."""
-        lowest_s = self._conn_min_rtt_s
-        rs.waited_through_outage = (
-            rs.rtt_s is not None and lowest_s is not None and self.max_bw_bytes_per_s > 0
-            and rs.rtt_s >= OUTAGE_MIN_RTTS * lowest_s
-            and rs.delivered_bytes < OUTAGE_RATE_FRACTION * self.max_bw_bytes_per_s * rs.rtt_s)
 
 register_congestion_control(BBR_CC_NAME, BbrCongestionControl)

@@ -96,6 +96,7 @@ class BbrControl:
         self._in_recovery = False
         self._recovery_start_s: float | None = None
         self._first_rtt_seen = False
+        self._conn_min_rtt_s: float | None = None  # the lowest RTT measured, s (never raised)
         # BBRInitPacingRate: InitialCwnd / 1 ms until an RTT is known
         self.pacing_rate_bytes_per_s = STARTUP_PACING_GAIN * self._initial_cwnd / 0.001
         self.send_quantum_bytes = 2 * max_datagram_size

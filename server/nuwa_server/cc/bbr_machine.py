@@ -11,6 +11,8 @@ from .bbr_model import (
     INF,
     LOSS_THRESH,
     MIN_RTT_FILTER_S,
+    OUTAGE_MIN_RTTS,
+    OUTAGE_RATE_FRACTION,
     PROBE_BW_STATES,
     PROBE_RTT_DURATION_S,
     PROBE_RTT_INTERVAL_S,
@@ -136,19 +138,30 @@ class BbrMachine(BbrProbeBw):
     def _update_min_rtt(self, rs: RateSample, now: float) -> None:
         """BBRUpdateMinRTT: a 5 s probe filter feeding the 10 s min-RTT filter. One rule of
         ours: an expired filter is not refreshed by a sample that waited through an outage
-        (``rs.waited_through_outage``; bbr_model.OUTAGE_MIN_RTTS): the draft takes whatever
-        sample comes next, and after a dark link that is the outage's length (3.5 s for
-        51 ms on AT&T LTE driving), which then sizes the BDP and every window from it."""
+        (:meth:`_waited_through_outage`): the draft takes whatever sample comes next, and
+        after a dark link that is the outage's length (3.5 s for 51 ms on AT&T LTE
+        driving), which then sizes the BDP and every window from it."""
         self._probe_rtt_expired = now > self._probe_rtt_min_stamp_s + PROBE_RTT_INTERVAL_S
         if rs.rtt_s is not None and (rs.rtt_s < self._probe_rtt_min_delay_s
                                      or (self._probe_rtt_expired
-                                         and not rs.waited_through_outage)):
+                                         and not self._waited_through_outage(rs))):
             self._probe_rtt_min_delay_s = rs.rtt_s
             self._probe_rtt_min_stamp_s = now
         min_rtt_expired = now > self._min_rtt_stamp_s + MIN_RTT_FILTER_S
         if self._probe_rtt_min_delay_s < self.min_rtt_s or min_rtt_expired:
             self.min_rtt_s = self._probe_rtt_min_delay_s
             self._min_rtt_stamp_s = self._probe_rtt_min_stamp_s
+
+    def _waited_through_outage(self, rs: RateSample) -> bool:
+        """Whether the newest acked packet waited through an outage (bbr_model.OUTAGE_MIN_RTTS):
+        its RTT is at least OUTAGE_MIN_RTTS × the lowest RTT measured and the bytes delivered
+        during its flight are under OUTAGE_RATE_FRACTION × max_bw × that RTT. Asked only when
+        the probe filter has expired, so not on every ACK."""
+        lowest_s = self._conn_min_rtt_s
+        return (rs.rtt_s is not None and lowest_s is not None and self.max_bw_bytes_per_s > 0
+                and rs.rtt_s >= OUTAGE_MIN_RTTS * lowest_s
+                and rs.delivered_bytes
+                < OUTAGE_RATE_FRACTION * self.max_bw_bytes_per_s * rs.rtt_s)
 
     def _check_probe_rtt(self, rs: RateSample, now: float) -> None:
         """BBRCheckProbeRTT: every ProbeRTTInterval without a lower RTT, drain to half a BDP

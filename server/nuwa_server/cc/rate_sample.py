@@ -60,9 +60,6 @@ class RateSample:
         rtt_s: now − send time of the newest acked packet, s (None: no packet acked).
         newly_acked_bytes: bytes acknowledged by this ACK.
         newest_sent_time_s: send time of the newest acked packet, s.
-        waited_through_outage: the newest acked packet waited through an outage (a dark or
-            trickling link; ``bbr_model.OUTAGE_MIN_RTTS``), so ``rtt_s`` holds the outage,
-            not the path; set by the controller, not by the sampler.
     """
 
     valid: bool = False
@@ -76,7 +73,6 @@ class RateSample:
     rtt_s: float | None = None
     newly_acked_bytes: int = 0
     newest_sent_time_s: float | None = None
-    waited_through_outage: bool = False
 
 
 class DeliveryRateSampler:
