@@ -12,9 +12,13 @@ adapts the transport (:class:`WsFrameTransport`). What bounds the sender:
 * grants, as over QUIC: ``outstanding + frame ≤ window`` (``--cc nuwa``);
 * there is no aioquic congestion window to read, so no ceiling of ours; TCP
   enforces its own (its cwnd and the receiver's window) underneath by
-  backpressure: the WebSocket's write limit is 0, so ``send()`` returns only
-  once asyncio's buffer is empty (the kernel took every byte), and the next
-  frame is stamped after that.
+  backpressure: the WebSocket's write limit is 1 byte, so ``send()`` returns
+  only once asyncio's buffer is empty (the kernel took every byte; over TLS,
+  once the record was handed to the TCP transport, whose own buffer holds up
+  to 64 KiB before TLS stops flushing), and the next frame is stamped after
+  that. (A limit of 0 stalled TLS sessions: asyncio's TLS transport pauses
+  the writer at size ≥ high, so every ``send()`` waited for the next incoming
+  record, one frame per grant.)
   The kernel's send buffer can still hold bytes TCP has not sent; they show
   up at the receiver as queuing delay, which the controller reacts to.
 * in the grant-timeout fallback, "bytes in flight" is the socket's unsent +
@@ -323,7 +327,10 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
         compression=None,
         max_size=MAX_WS_MESSAGE_BYTES,
         ping_interval=None,
-        write_limit=0,  # send() returns once the kernel took every byte (module doc)
+        # send() returns once asyncio's buffer is empty (module doc). Not 0: asyncio's TLS
+        # transport pauses its writer at size >= high (sslproto._control_app_writing), so a
+        # high-water mark of 0 paused after every send() until the next incoming record.
+        write_limit=1,
         ssl=ssl_context,
     )
     server.nuwa_connections = live  # type: ignore[attr-defined]  # for RunningServer.shutdown

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -284,3 +285,49 @@ def test_wss_with_cert_and_key(tmp_path: Path) -> None:
             await server.ws_server.wait_closed()
 
     assert asyncio.run(go()) == "webtransport"
+
+
+def test_wss_sends_a_whole_window_without_waiting_for_the_client(tmp_path: Path) -> None:
+    """Over TLS the server sends a response through a granted window without the client
+    sending anything more. asyncio's TLS transport pauses its writer when its buffer is
+    ≥ the high-water mark, so a write limit of 0 paused every ``send()`` until the next
+    incoming record (a grant): one frame per grant, about 1 Mbit/s in ``./nuwa serve``'s
+    end-to-end test (twenty-fifth session)."""
+    import ssl
+
+    from nuwa_server.certs import ensure_dev_cert
+
+    info = ensure_dev_cert(tmp_path / "pem")
+    content = tmp_path / "content"
+    (content / "video").mkdir(parents=True)
+    body = bytes(range(256)) * 400  # 102400 bytes: 84 frames
+    (content / "video" / "seg.m4s").write_bytes(body)
+
+    async def go() -> tuple[bytes, float]:
+        config = SessionConfig(content_root=str(content), log_dir=str(tmp_path / "logs"),
+                               grant_timeout_us=10_000_000)
+        server = await start_server(config, host="127.0.0.1", port=0,
+                                    cert_path=str(info.cert_path), key_path=str(info.key_path),
+                                    state_dir=str(tmp_path / "state"), ws_port=0)
+        try:
+            ctx = ssl.create_default_context(cafile=str(info.cert_path))
+            async with connect(f"wss://127.0.0.1:{server.ws_port}/nuwa", ssl=ctx,
+                               subprotocols=["webtransport"],  # type: ignore[list-item]
+                               max_size=None) as ws:
+                await ws.send(encode_stream_frame(GRANT_STREAM_ID,
+                                                  encode_grant(Grant(1, 1, 0, 1 << 20)), False))
+                get = json.dumps({"v": 1, "op": "get", "id": 1,
+                                  "path": "/video/seg.m4s"}).encode()
+                t0 = time.monotonic()
+                await ws.send(encode_stream_frame(0, get, True))
+                frames = await _read_responses(ws, {0})  # 10 s per message at most
+                elapsed_s = time.monotonic() - t0
+            got = b"".join(f.payload for f in frames[0] if f.header.frame_type == FrameType.DATA)
+            return got, elapsed_s
+        finally:
+            server.close()
+            await server.ws_server.wait_closed()
+
+    got, elapsed_s = asyncio.run(go())
+    assert got == body
+    assert elapsed_s < 2.0, elapsed_s  # 84 frames on loopback: milliseconds when not stalled
