@@ -7,7 +7,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "s24-senders"))
-from table import load, rows  # noqa: E402
+from table import load, rows
 
 N, W = rows(load(sys.argv[1]), load(sys.argv[2]), "twenty-fourth session's run")
 for q in sorted(N, reverse=True):
