@@ -99,14 +99,18 @@ def test_grant_stream_reader_cuts_records_across_messages() -> None:
 
 
 @asynccontextmanager
-async def ws_server(tmp_path: Path, **cfg: object) -> AsyncIterator[RunningServer]:
+async def ws_server(tmp_path: Path, cert: tuple[str, str] | None = None,
+                    **cfg: object) -> AsyncIterator[RunningServer]:
+    """A server on loopback with /video/seg.m4s (102400 bytes); ``cert``: (cert, key) PEM
+    paths for TLS (``wss:``)."""
     content = tmp_path / "content"
     (content / "video").mkdir(parents=True)
     (content / "video" / "seg.m4s").write_bytes(bytes(range(256)) * 400)  # 102400 bytes
     config = SessionConfig(content_root=str(content), log_dir=str(tmp_path / "logs"),
                            **cfg)  # type: ignore[arg-type]
-    server = await start_server(config, host="127.0.0.1", port=0,
-                                state_dir=str(tmp_path / "state"), ws_port=0)
+    cert_path, key_path = cert if cert is not None else (None, None)
+    server = await start_server(config, host="127.0.0.1", port=0, cert_path=cert_path,
+                                key_path=key_path, state_dir=str(tmp_path / "state"), ws_port=0)
     try:
         yield server
     finally:
@@ -298,18 +302,10 @@ def test_wss_sends_a_whole_window_without_waiting_for_the_client(tmp_path: Path)
     from nuwa_server.certs import ensure_dev_cert
 
     info = ensure_dev_cert(tmp_path / "pem")
-    content = tmp_path / "content"
-    (content / "video").mkdir(parents=True)
-    body = bytes(range(256)) * 400  # 102400 bytes: 84 frames
-    (content / "video" / "seg.m4s").write_bytes(body)
 
     async def go() -> tuple[bytes, float]:
-        config = SessionConfig(content_root=str(content), log_dir=str(tmp_path / "logs"),
-                               grant_timeout_us=10_000_000)
-        server = await start_server(config, host="127.0.0.1", port=0,
-                                    cert_path=str(info.cert_path), key_path=str(info.key_path),
-                                    state_dir=str(tmp_path / "state"), ws_port=0)
-        try:
+        async with ws_server(tmp_path, (str(info.cert_path), str(info.key_path)),
+                             grant_timeout_us=10_000_000) as server:
             ctx = ssl.create_default_context(cafile=str(info.cert_path))
             async with connect(f"wss://127.0.0.1:{server.ws_port}/nuwa", ssl=ctx,
                                subprotocols=["webtransport"],  # type: ignore[list-item]
@@ -322,12 +318,9 @@ def test_wss_sends_a_whole_window_without_waiting_for_the_client(tmp_path: Path)
                 await ws.send(encode_stream_frame(0, get, True))
                 frames = await _read_responses(ws, {0})  # 10 s per message at most
                 elapsed_s = time.monotonic() - t0
-            got = b"".join(f.payload for f in frames[0] if f.header.frame_type == FrameType.DATA)
-            return got, elapsed_s
-        finally:
-            server.close()
-            await server.ws_server.wait_closed()
+        got = b"".join(f.payload for f in frames[0] if f.header.frame_type == FrameType.DATA)
+        return got, elapsed_s
 
     got, elapsed_s = asyncio.run(go())
-    assert got == body
+    assert got == (tmp_path / "content" / "video" / "seg.m4s").read_bytes()  # 84 frames
     assert elapsed_s < 2.0, elapsed_s  # 84 frames on loopback: milliseconds when not stalled
