@@ -285,11 +285,32 @@ export interface NuwaMpcOptions {
 }
 
 /**
+ * What the next request's first byte waits behind at the bottleneck, s: the queuing delay the
+ * controller read last (`rawQueuingDelayMs`, on the download that just ended) above its target
+ * delay in force (`targetDelayInForceMs`), 0 without a reading. Our own queue is held near the
+ * target and drains when a download ends; what stands above it is someone else's bytes, which a
+ * buffer-filling competitor keeps there (seconds on a 3G link next to a Cubic download), so
+ * every request pays it once before its bytes flow. RobustMPC's download time (Yin et al.,
+ * SIGCOMM 2015, §4: size ÷ throughput) plus the request's round trip plus this wait is what
+ * the plan charges a segment.
+ */
+export function standingWaitS(src: EstimateSource): number {
+  const c = src.controller();
+  if (!c) return 0;
+  const qd_ms = c.rawQueuingDelayMs;
+  const td_ms = c.targetDelayInForceMs;
+  if (!Number.isFinite(qd_ms) || !Number.isFinite(td_ms) || qd_ms <= td_ms) return 0;
+  return (qd_ms - td_ms) / 1000;
+}
+
+/**
  * One MPC decision (mpc.ts) from the rule's inputs: the ladder (real rungs), Nuwa's estimate
  * and basis, the buffer and the history. Before any segment and any capacity measurement
  * the plan starts on the app-limited estimate (lowest rung, quickest start-up). Pure but for
  * reading the controller's min RTT. Segment sizes: `o.segmentBytes` where it knows them (the
- * index, issue 19), else nominal bitrate × the history's size ratio.
+ * index, issue 19), else nominal bitrate × the history's size ratio. Each planned download
+ * costs the controller's min RTT, plus the queue standing above the target delay
+ * (`standingWaitS`), plus its bytes at the planned throughput.
  * Returns the representation, the throughput planned with, and why.
  */
 export function decideMpc(
@@ -318,6 +339,7 @@ export function decideMpc(
   const real = sorted.map((r) => o.segmentBytes?.(media_type, r, horizon) ?? null);
   const segment_bytes = sorted.map((r, i) => real[i] ?? (r.bitrateInKbit! * 1000 * seg_s * ratio) / 8);
   const n_real = real.filter((b) => b !== null).length;
+  const wait_s = standingWaitS(src);
   if (!(rob.kbps > 0)) return { rep: sorted[0]!, budget_kbps: 0, why: "mpc: no throughput figure yet: lowest rung", predicted_kbps: rob.predicted_kbps };
   const plan = mpcPlan({
     ladder_kbps: ladder,
@@ -326,7 +348,7 @@ export function decideMpc(
     throughput_kbps: rob.kbps,
     segment_bytes,
     segment_s: seg_s,
-    rtt_s,
+    rtt_s: rtt_s + wait_s,
     horizon,
     buffer_cap_s: o.buffer_cap_s ?? MPC_DEFAULTS.buffer_cap_s,
     startup: history.samples.length === 0,
@@ -335,7 +357,7 @@ export function decideMpc(
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,
     predicted_kbps: rob.predicted_kbps,
-    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}`,
+    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}${wait_s > 0 ? `, each request waits ${wait_s.toFixed(2)} s behind the queue` : ""}`,
   };
 }
 

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, recentRateKbps } from "./abr.js";
+import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, recentRateKbps, standingWaitS } from "./abr.js";
 import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
@@ -170,6 +170,46 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const d = decideMpc(src, reps, 20000, "delivery_rate", 10, h, { history: () => h });
     expect(d.budget_kbps).toBeCloseTo((20000 * 0.6) / 1.25, 6);
     expect(h.next_predicted_kbps).toBe(20000);
+  });
+
+  it("decideMpc charges every request the queue standing above the target delay (a buffer-filling competitor's), not our own", () => {
+    // the decision at 33.9 s of a Norway HSDPA bus video next to a Cubic download (twenty-sixth
+    // session): 1,210 kbit/s, 7.5 s of buffer, the last frame's queuing delay 1,687 ms; it took
+    // 1200 kbit/s and stalled 7.7 s when the link dipped behind the competitor's queue
+    const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
+    const decide = (qd_ms: number) => {
+      const h = new MpcHistory();
+      h.add({ bytes: 304_000, duration_s: 3.5, bitrate_kbps: 1200, segment_s: 2, predicted_kbps: Number.NaN }); // past start-up, at 1200 kbit/s
+      const controller = { minRttSampleUs: 50_000, rawQueuingDelayMs: qd_ms, targetDelayInForceMs: 25, estimate: () => ({ busy_rate_bps: 1.21e6, peak_rtt_rate_bps: Number.NaN }) };
+      const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+      return decideMpc(src, reps, 1210, "busy_period", 7.5, h, { history: () => h });
+    };
+    expect(standingWaitS({ controller: () => null, now_us: () => 0 })).toBe(0);
+    const own = decide(20); // our own queue, below Td: nothing added
+    const alone = decide(Number.NaN);
+    expect(own.rep.bitrateInKbit).toBe(alone.rep.bitrateInKbit);
+    expect(own.why).not.toContain("waits");
+    const behind = decide(1687);
+    expect(behind.why).toContain("each request waits 1.66 s behind the queue");
+    expect(own.rep.bitrateInKbit).toBe(1200); // what the run took
+    expect(behind.rep.bitrateInKbit).toBe(750); // then 300 kbit/s: a 1200 kbit/s segment costs 5.9 s of a 7.5 s buffer
+    // the plan a brute-force search finds with the wait added to each download's round trip
+    const h = new MpcHistory();
+    h.add({ bytes: 304_000, duration_s: 3.5, bitrate_kbps: 1200, segment_s: 2, predicted_kbps: Number.NaN });
+    const rob = robustThroughputKbps(1210, "busy_period", h, 0.05);
+    const plan = bruteForcePlan({
+      ladder_kbps: LADDER,
+      last_rung: 2,
+      buffer_s: 7.5,
+      throughput_kbps: rob.kbps,
+      segment_bytes: LADDER.map((k) => (k * 1000 * 2 * h.sizeRatio()) / 8),
+      segment_s: 2,
+      rtt_s: 0.05 + 1.662,
+      horizon: MPC_DEFAULTS.horizon,
+      buffer_cap_s: MPC_DEFAULTS.buffer_cap_s,
+      startup: false,
+    });
+    expect(behind.rep.bitrateInKbit).toBe(LADDER[plan.rung]);
   });
 
   it("dash.js's rules fed Nuwa's estimate get what the flow can fetch (capacity × measured share), not the raw capacity", () => {
