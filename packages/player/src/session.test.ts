@@ -167,7 +167,7 @@ describe("NuwaSession request outcomes", () => {
     const e = (await p.catch((x: unknown) => x)) as NuwaRequestError;
     expect(e.kind).toBe("protocol");
     expect(e.message).toMatch(/malformed/);
-    await vi.waitFor(() => expect(st.cancelled).not.toBeNull());
+    await vi.waitFor(() => expect(st.cancelled).not.toBeNull(), { timeout: 10_000 });
     s.close();
   });
 
@@ -197,7 +197,7 @@ describe("NuwaSession close and stall", () => {
     st1.send(HEAD, { status: 200, total_bytes: 100000, body_bytes: 100000 });
     st1.send(DATA, new Uint8Array(1000));
     // Both requests are reading their streams when the session goes.
-    await vi.waitFor(() => expect(s.controller.cumReceivedBytes).toBeGreaterThan(1000));
+    await vi.waitFor(() => expect(s.controller.cumReceivedBytes).toBeGreaterThan(1000), { timeout: 10_000 });
     await new Promise((r) => setTimeout(r, 10));
     wt.serverClose(); // streams stay open in this fake: the session must not wait for them
     // "At once": both settle before a 50 ms timer fires (timers fire in order of expiry, after the
@@ -329,7 +329,7 @@ describe("NuwaSession abort", () => {
     ac.abort();
     await expect(p).rejects.toMatchObject({ name: "AbortError" });
     // A cancel naming the request's id goes out on its own stream (PROTOCOL.md "Cancelling a request").
-    await vi.waitFor(() => expect(wt.streams).toHaveLength(2));
+    await vi.waitFor(() => expect(wt.streams).toHaveLength(2), { timeout: 10_000 });
     const cancel = wt.streams[1]!;
     await cancel.requestDone;
     expect(JSON.parse(cancel.request)).toEqual({ v: 1, op: "cancel", id: 0 });
@@ -341,11 +341,11 @@ describe("NuwaSession abort", () => {
     st.send(DATA, new Uint8Array(1000));
     st.send(ERROR, { status: 499, error: "cancelled by the client" });
     st.fin();
-    await vi.waitFor(() => expect(s.activeRequests).toBe(0));
+    await vi.waitFor(() => expect(s.activeRequests).toBe(0), { timeout: 10_000 });
     // 2 DATA + the 499 on the cancelled stream (its JSON payload), HEAD + END on the cancel stream.
     const err499 = new TextEncoder().encode(JSON.stringify({ status: 499, error: "cancelled by the client" })).length;
     const head0 = new TextEncoder().encode(JSON.stringify({ status: 200, total_bytes: 0, body_bytes: 0 })).length;
-    await vi.waitFor(() => expect(s.controller.cumReceivedBytes - before).toBe(2 * (20 + 1000) + 20 + err499 + 20 + head0 + 20));
+    await vi.waitFor(() => expect(s.controller.cumReceivedBytes - before).toBe(2 * (20 + 1000) + 20 + err499 + 20 + head0 + 20), { timeout: 10_000 });
     expect(onData).toHaveBeenCalledTimes(1); // only the DATA before the abort reached the caller
     expect(st.cancelled).toBeNull();
     s.close();

@@ -40,7 +40,7 @@ describe("attachNuwa cc.tuner", () => {
       onTelemetry: (e) => void events.push(e as never),
     });
     a.session.catch(() => {});
-    await vi.waitFor(() => expect(events.some((e) => e.type === "tuner_fallback")).toBe(true), { timeout: 5000 });
+    await vi.waitFor(() => expect(events.some((e) => e.type === "tuner_fallback")).toBe(true), { timeout: 10_000 });
     const fb = events.find((e) => e.type === "tuner_fallback")!;
     expect(fb.k_mss).toBe(4);
     expect(fb.error).toBeTruthy();

@@ -61,7 +61,9 @@ function dashRequest(url: string, extra: Partial<CommonMediaRequest> = {}) {
   return { req, res, events, progress };
 }
 
-const until = (f: () => boolean) => vi.waitFor(() => expect(f()).toBe(true));
+// vi.waitFor's default gives up after 1 s; CI runs these beside the computation lane, where one
+// wait took 1.14 s (twenty-sixth session). Waiting longer cannot pass a condition that never holds.
+const until = (f: () => boolean) => vi.waitFor(() => expect(f()).toBe(true), { timeout: 10_000 });
 const BYTES = Uint8Array.from({ length: 40 }, (_, i) => i);
 
 afterEach(() => {

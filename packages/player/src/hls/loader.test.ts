@@ -68,7 +68,7 @@ describe("makeNuwaHlsLoader: stats as hls.js's ABR reads them", () => {
     const { cb, events } = callbacks();
     loader.load(frag(), POLICY, cb);
     expect(loader.stats.loading.start).toBe(1000);
-    await vi.waitFor(() => expect(events.length).toBe(1));
+    await vi.waitFor(() => expect(events.length).toBe(1), { timeout: 10_000 });
     const st = loader.stats;
     expect(events[0]!.kind).toBe("success");
     expect(events[0]!.code).toBe(200);
@@ -94,12 +94,12 @@ describe("makeNuwaHlsLoader: stats as hls.js's ABR reads them", () => {
     const Loader = makeNuwaHlsLoader(() => Promise.resolve(s));
     const { cb, events } = callbacks();
     new Loader().load({ url: "https://h/x/seg.m4s", responseType: "arraybuffer", rangeStart: 4, rangeEnd: 10 }, POLICY, cb);
-    await vi.waitFor(() => expect(events.length).toBe(1));
+    await vi.waitFor(() => expect(events.length).toBe(1), { timeout: 10_000 });
     expect(calls[0]).toEqual({ op: "get", path: "/x/seg.m4s", range: [4, 9] });
     expect(events[0]!.code).toBe(206);
     const p = callbacks();
     new Loader().load({ url: "https://h/master.m3u8", responseType: "" }, POLICY, p.cb);
-    await vi.waitFor(() => expect(p.events.length).toBe(1));
+    await vi.waitFor(() => expect(p.events.length).toBe(1), { timeout: 10_000 });
     expect(p.events[0]!.data).toBe("#EXTM3U\n#EXT-X-ENDLIST\n");
   });
 
@@ -111,7 +111,7 @@ describe("makeNuwaHlsLoader: stats as hls.js's ABR reads them", () => {
       const Loader = makeNuwaHlsLoader(() => Promise.resolve(session(BYTES, { fail: () => err }).s), { max_resumes: 0 });
       const { cb, events } = callbacks();
       new Loader().load(frag(), POLICY, cb);
-      await vi.waitFor(() => expect(events.length).toBe(1));
+      await vi.waitFor(() => expect(events.length).toBe(1), { timeout: 10_000 });
       expect(events[0]).toMatchObject({ kind: "error", code });
     }
   });
@@ -157,7 +157,7 @@ describe("makeNuwaHlsLoader: stats as hls.js's ABR reads them", () => {
     const Loader = makeNuwaHlsLoader(() => Promise.resolve(session(BYTES, { chunk: 50, ttfb_ms: 20, step_ms: 30 }).s), { onComplete: (d) => done.push(d) });
     const { cb, events } = callbacks();
     new Loader().load(frag(), POLICY, cb);
-    await vi.waitFor(() => expect(events.length).toBe(1));
+    await vi.waitFor(() => expect(events.length).toBe(1), { timeout: 10_000 });
     expect(done).toEqual([{ frag: { type: "main", level: 3, sn: 0, duration: 2 }, bytes: 100, duration_ms: 80 }]);
   });
 });
