@@ -287,19 +287,19 @@ export interface NuwaMpcOptions {
 /**
  * What the next request's first byte waits behind at the bottleneck, s: the queuing delay the
  * controller read last (`rawQueuingDelayMs`, on the download that just ended) above its target
- * delay in force (`targetDelayInForceMs`), 0 without a reading. Our own queue is held near the
+ * delay in force (`targetDelayInForceMs`, 0 where unknown), 0 without a reading. Our own queue is held near the
  * target and drains when a download ends; what stands above it is someone else's bytes, which a
  * buffer-filling competitor keeps there (seconds on a 3G link next to a Cubic download), so
  * every request pays it once before its bytes flow. RobustMPC's download time (Yin et al.,
  * SIGCOMM 2015, §4: size ÷ throughput) plus the request's round trip plus this wait is what
- * the plan charges a segment.
+ * the plan charges a segment, and what the abandonment rule charges a restart.
  */
 export function standingWaitS(src: EstimateSource): number {
   const c = src.controller();
   if (!c) return 0;
   const qd_ms = c.rawQueuingDelayMs;
-  const td_ms = c.targetDelayInForceMs;
-  if (!Number.isFinite(qd_ms) || !Number.isFinite(td_ms) || qd_ms <= td_ms) return 0;
+  const td_ms = Number.isFinite(c.targetDelayInForceMs) ? c.targetDelayInForceMs : 0;
+  if (!Number.isFinite(qd_ms) || qd_ms <= td_ms) return 0;
   return (qd_ms - td_ms) / 1000;
 }
 
@@ -469,8 +469,7 @@ export function makeNuwaAbandonRule(
       const prev = last ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
       const buffer_s = bufferLevelS(media_type);
       // The restart's first byte waits behind the queue standing now (seconds next to a buffer-filling download).
-      const qd_ms = src.controller()?.rawQueuingDelayMs ?? 0;
-      const restart_s = rtt_s + (Number.isFinite(qd_ms) && qd_ms > 0 ? qd_ms / 1000 : 0);
+      const restart_s = rtt_s + standingWaitS(src);
       const d = mpcAbandon({ ladder_kbps: ladder, rung, prev_rung: prev >= 0 ? prev : null, bytes_total: total, bytes_loaded: loaded, buffer_s, throughput_kbps: tput_kbps, segment_bytes, rtt_s: restart_s });
       if (d.rung === null) return sr;
       abandoned.add(index);
