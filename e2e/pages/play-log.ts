@@ -16,6 +16,14 @@ export interface PlayLog {
   /** Video media segment requests dash.js abandoned (AbandonRequestsRule, fast switching), with the bytes they had loaded. */
   abandoned: { t_us: number; bitrate_kbps: number; index: number; start_s: number; bytes: number }[];
   quality_changes: { t_us: number; bitrate_kbps: number }[];
+  /**
+   * What the viewer saw: one entry each time the displayed frame's size changes (the first frame included),
+   * read from the frames presented (`requestVideoFrameCallback`; `resize` events where it is missing).
+   * `media_s` is the frame's presentation time, `bitrate_kbps` the representation of that frame size
+   * (null when no representation has it). The dash.js page only (e2e/pages/play.ts): every rung of
+   * the ladder has its own frame size (lab/nuwa_lab/dashgen/params.py).
+   */
+  rendered?: { t_us: number; media_s: number; width: number; height: number; bitrate_kbps: number | null }[];
   stalls: { start_us: number; end_us: number | null }[];
   abr_reasons: string[];
   /** dash.js's settings in force at the start (buffer targets, fast switching, active rules): the baselines must show dash.js's defaults. */

@@ -11,11 +11,16 @@ and dash.js's estimates). docs/DESIGN.md §6 "How it is measured":
 - QoE per chunk (Pensieve's linear QoE, Mao et al. SIGCOMM 2017 §5.1, QoE_lin):
   Σ bitrate (Mbit/s) − 4.3 × rebuffer (s) − Σ |Δ bitrate| (Mbit/s), divided by
   the number of video chunks played: one per media position (segment index)
-  that playback reached, with the quality of the last download of that
-  position (the one appended last, which is what played; dash.js's fast
-  switching replaces only segments ahead of the playhead). Re-downloads and
-  abandoned requests are not chunks; their bytes are reported beside the QoE
-  (``redownloaded_bytes``: downloads of a position superseded by a later one;
+  that playback reached. The bitrate of a position is what the viewer saw: the
+  rung of the frames presented over its media time (the page logs each change of
+  the displayed frame size; every rung has its own), and Σ |Δ bitrate| is taken
+  over those changes. Pages without that log (hls.js, shaka) credit a position
+  with its last download. The two differ when dash.js's fast switching fetches
+  the segment that is playing: its frames were already queued, so the copy is not
+  shown (a 5G run: segment 0 fetched at 750, 6000 and 8000 kbit/s, shown at 750).
+  Re-downloads and abandoned requests are not chunks; their bytes are reported
+  beside the QoE (``redownloaded_bytes``: downloads of a position superseded by a
+  later one;
   ``abandoned_requests`` / ``abandoned_bytes``: requests dash.js cut off);
 - queuing delay p50/p95 per packet at the emulator; utilization = delivered ÷
   capacity bytes over the downloading bins.
@@ -32,6 +37,7 @@ and prints the summary.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
 import statistics
@@ -104,24 +110,87 @@ def played_chunks(page: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
     }
 
 
+def rendered_rates(
+    page: dict[str, Any], played: list[dict[str, Any]]
+) -> tuple[list[float], float, int] | None:
+    """The bitrate the viewer saw over each played chunk, from the frames presented.
+
+    ``page["rendered"]``: ``{media_s, bitrate_kbps}`` each time the displayed frame's size
+    changed (e2e/pages/play.ts ``watchRendered``; every rung has its own frame size). The
+    rendered bitrate at media time x is that of the last change at or before x (before the
+    first change: the first). ``played``: ``played_chunks``'s chunks, each with ``start_s`` and
+    ``duration_s`` (s). Returns (per chunk, the bitrate in Mbit/s averaged over the part of its
+    media interval that was played, the whole interval for a chunk not reached; the total
+    variation of the rendered bitrate over the played media, Mbit/s; the number of rendered
+    changes within it), or None when the page has no such log or a frame size names no rung or a
+    chunk has no interval: then the downloads are the record (``qoe``).
+
+    Why: a segment downloaded again while it plays (dash.js's fast switching) is not shown from
+    where the playhead was, and with one GOP per segment it is not shown at all (seen in a 5G
+    run: segment 0 downloaded at 750, 6000 and 8000 kbit/s, its frames all 480x270).
+    """
+    marks = [r for r in page.get("rendered") or [] if r.get("media_s") is not None]
+    if not marks or not played or any(r.get("bitrate_kbps") is None for r in marks):
+        return None
+    if any(c.get("start_s") is None or not c.get("duration_s") for c in played):
+        return None
+    marks = sorted(marks, key=lambda r: float(r["media_s"]))
+    at = [float(r["media_s"]) for r in marks]
+    mbps = [float(r["bitrate_kbps"]) / 1000.0 for r in marks]
+    played_to_s = max((float(s["media_s"]) for s in page.get("samples") or []), default=0.0)
+
+    def mean_over(a: float, b: float) -> float:
+        """Media-time-weighted rendered bitrate over [a, b); the rate at a when b <= a."""
+        i = max(0, bisect.bisect_right(at, a) - 1)
+        if b <= a:
+            return mbps[i]
+        total = 0.0
+        x = a
+        while x < b:
+            nxt = at[i + 1] if i + 1 < len(at) and at[i + 1] < b else b
+            total += mbps[i] * (nxt - x)
+            x = nxt
+            i += 1
+        return total / (b - a)
+
+    rates = []
+    for c in played:
+        a = float(c["start_s"])
+        rates.append(mean_over(a, min(a + float(c["duration_s"]), max(a, played_to_s))))
+    lo = float(played[0]["start_s"])
+    changes = [j for j in range(1, len(at)) if lo < at[j] <= played_to_s]
+    tv = sum(abs(mbps[j] - mbps[j - 1]) for j in changes)
+    return rates, tv, len(changes)
+
+
 def qoe(page: dict[str, Any]) -> dict[str, Any]:
     """Bitrate, switches, rebuffering and Pensieve's QoE per played chunk from the page log.
 
     Pensieve's QoE_lin (Mao et al., SIGCOMM 2017, §5.1): per chunk n, q(R_n) − μ·T_n −
     |q(R_{n+1}) − q(R_n)| with q(R) = R in Mbit/s and μ = 4.3 per second of rebuffering,
     summed and divided by the number of chunks, here the chunks played (``played_chunks``).
-    Rebuffering is every stall after startup (PLAYBACK_WAITING to PLAYBACK_PLAYING, an open
-    one until the last sample). Returns ``chunks`` (played), ``bitrate_kbps_mean``,
-    ``rebuffer_s``, ``rebuffer_count``, ``switches``, ``qoe_per_chunk`` (None without
-    chunks) and the waste of ``played_chunks``.
+    R_n is what the viewer saw (``rendered_rates``: the rendered bitrate averaged over chunk n's
+    media, and the smoothness term the total variation of the rendered bitrate, equal to
+    Pensieve's when every change falls on a chunk boundary); without a rendered-frame log, the
+    chunk's last download (``quality_basis`` says which). Rebuffering is every stall after
+    startup (PLAYBACK_WAITING to PLAYBACK_PLAYING, an open one until the last sample). Returns
+    ``chunks`` (played), ``bitrate_kbps_mean``, ``rebuffer_s``, ``rebuffer_count``,
+    ``switches``, ``qoe_per_chunk`` (None without chunks), ``quality_basis`` ("rendered" |
+    "downloaded") and the waste of ``played_chunks``.
     """
     played, waste = played_chunks(page)
-    rates = [c["bitrate_kbps"] / 1000.0 for c in played]
+    seen = rendered_rates(page, played)
+    if seen is not None:
+        rates, smooth, switches = seen
+        basis = "rendered"
+    else:
+        rates = [c["bitrate_kbps"] / 1000.0 for c in played]
+        switches = sum(1 for a, b in zip(rates, rates[1:], strict=False) if a != b)
+        smooth = sum(abs(b - a) for a, b in zip(rates, rates[1:], strict=False))
+        basis = "downloaded"
     stalls = page["stalls"]
     end_us = page["samples"][-1]["t_us"] if page["samples"] else 0
     rebuffer_s = sum(((s["end_us"] or end_us) - s["start_us"]) / 1e6 for s in stalls)
-    switches = sum(1 for a, b in zip(rates, rates[1:], strict=False) if a != b)
-    smooth = sum(abs(b - a) for a, b in zip(rates, rates[1:], strict=False))
     n = len(rates)
     return {
         "chunks": n,
@@ -130,6 +199,7 @@ def qoe(page: dict[str, Any]) -> dict[str, Any]:
         "rebuffer_count": len(stalls),
         "switches": switches,
         "qoe_per_chunk": (sum(rates) - REBUFFER_PENALTY * rebuffer_s - smooth) / n if n else None,
+        "quality_basis": basis,
         **waste,
     }
 
@@ -243,6 +313,7 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float,
         "startup_s": page.get("startup_s"),
         "dashjs_settings": page.get("dashjs_settings"),
         "qoe_per_chunk": q["qoe_per_chunk"],
+        "quality_basis": q["quality_basis"],
         "chunks": q["chunks"],
         "chunks_downloaded": q["chunks_downloaded"],
         "redownloaded_chunks": q["redownloaded_chunks"],

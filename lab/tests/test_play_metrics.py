@@ -48,6 +48,81 @@ def test_qoe_counts_each_played_position_once_with_its_last_download():
     assert q["abandoned_bytes"] == 100_000
 
 
+def with_durations(page: dict) -> dict:
+    for c in page["chunks"]:
+        c["duration_s"] = 2.0
+    return page
+
+
+def test_qoe_rendered_on_chunk_boundaries_equals_the_downloads():
+    """Frames shown at the rung of each position's last download, changes on chunk boundaries:
+    the rendered record gives Pensieve's figure exactly."""
+    page = with_durations(page_with_redownload())
+    q_dl = qoe(page)
+    page["rendered"] = [
+        {"t_us": 1e6, "media_s": 0.0, "width": 640, "height": 360, "bitrate_kbps": 1000},
+        {"t_us": 3e6, "media_s": 2.0, "width": 768, "height": 432, "bitrate_kbps": 2000},
+        {"t_us": 5e6, "media_s": 4.0, "width": 960, "height": 540, "bitrate_kbps": 3000},
+    ]
+    q = qoe(page)
+    assert q_dl["quality_basis"] == "downloaded" and q["quality_basis"] == "rendered"
+    assert q["qoe_per_chunk"] == pytest.approx(q_dl["qoe_per_chunk"])
+    assert q["switches"] == q_dl["switches"] == 2
+    assert q["bitrate_kbps_mean"] == pytest.approx(2000.0)
+
+
+def test_qoe_credits_what_rendered_not_a_late_redownload():
+    """A 5G dash.js run (this page log's shape, figures rounded): segment 0 downloaded at 750,
+    then 6000 and 8000 kbit/s while it played; every frame of segment 0 was 480x270. The
+    position is credited 0.75 Mbit/s and the change to 8 Mbit/s at 2 s is a switch."""
+    def seg(t_s: float, kbps: int, index: int) -> dict:
+        return {"t_us": t_s * 1e6, "bitrate_kbps": kbps, "index": index,
+                "start_s": 2.0 * index, "duration_s": 2.0, "bytes": kbps * 250}
+
+    chunks = [seg(1.05, 750, 0), seg(1.51, 6000, 0), seg(2.11, 8000, 0), seg(2.67, 8000, 1),
+              seg(3.18, 8000, 2)]
+    page = {
+        "chunks": chunks, "abandoned": [], "stalls": [],
+        "samples": [{"t_us": 0.82e6, "media_s": 0.0}, {"t_us": 7.1e6, "media_s": 6.0}],
+        "rendered": [
+            {"t_us": 1.08e6, "media_s": 0.0, "width": 480, "height": 270, "bitrate_kbps": 750},
+            {"t_us": 3.10e6, "media_s": 2.0, "width": 1280, "height": 720, "bitrate_kbps": 8000},
+        ],
+    }
+    q = qoe(page)
+    assert q["quality_basis"] == "rendered"
+    assert q["chunks"] == 3 and q["switches"] == 1
+    assert q["qoe_per_chunk"] == pytest.approx((0.75 + 8 + 8 - 7.25) / 3)
+    page.pop("rendered")
+    assert qoe(page)["qoe_per_chunk"] == pytest.approx(8.0)  # the downloads' record: 8, no switch
+
+
+def test_qoe_rendered_change_inside_a_chunk_is_time_weighted():
+    """A change 1 s into a 2 s position: that position is credited half each rate, and the
+    smoothness term is the size of the change once."""
+    page = with_durations(page_with_redownload())
+    page["rendered"] = [
+        {"t_us": 1e6, "media_s": 0.0, "width": 640, "height": 360, "bitrate_kbps": 1000},
+        {"t_us": 2e6, "media_s": 3.0, "width": 960, "height": 540, "bitrate_kbps": 3000},
+    ]
+    q = qoe(page)
+    # positions 0, 1, 2 of 2 s: 1.0; (1 + 3)/2 = 2.0; position 2 played to 5.5 s: 3.0
+    assert q["bitrate_kbps_mean"] == pytest.approx(2000.0)
+    assert q["switches"] == 1
+    assert q["qoe_per_chunk"] == pytest.approx((1.0 + 2.0 + 3.0 - 4.3 * 0.5 - 2.0) / 3)
+
+
+def test_qoe_rendered_frame_size_naming_no_rung_falls_back_to_the_downloads():
+    page = with_durations(page_with_redownload())
+    q_dl = qoe(page)
+    page["rendered"] = [
+        {"t_us": 1e6, "media_s": 0.0, "width": 100, "height": 56, "bitrate_kbps": None},
+    ]
+    q = qoe(page)
+    assert q["quality_basis"] == "downloaded"
+    assert q["qoe_per_chunk"] == pytest.approx(q_dl["qoe_per_chunk"])
+
+
 def test_qoe_without_chunks_is_none():
     q = qoe({"chunks": [], "stalls": [], "samples": []})
     assert q["chunks"] == 0 and q["qoe_per_chunk"] is None and q["bitrate_kbps_mean"] is None
