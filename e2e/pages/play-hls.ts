@@ -17,10 +17,11 @@
 import { attachNuwaToHls, bufferAheadS, type HlsAttachOptions } from "@nuwa/player/hls";
 import Hls from "hls.js";
 import type { PlayLog } from "./play-log.js";
+import { watchRendered } from "./rendered.js";
 
 const q = new URLSearchParams(location.search);
 const scheme = q.get("scheme") ?? "hlsjs_nuwa";
-const log: PlayLog = { done: false, error: null, scheme, player: "hlsjs", started_us: 0, startup_s: null, frames: { send_us: [], recv_us: [], raw_qd_ms: [] }, samples: [], chunks: [], abandoned: [], quality_changes: [], stalls: [], abr_reasons: [] };
+const log: PlayLog = { done: false, error: null, scheme, player: "hlsjs", started_us: 0, startup_s: null, frames: { send_us: [], recv_us: [], raw_qd_ms: [] }, samples: [], chunks: [], abandoned: [], quality_changes: [], rendered: [], stalls: [], abr_reasons: [] };
 window.__nuwa_play = log;
 const now_us = () => performance.now() * 1000;
 const video = document.getElementById("video") as HTMLVideoElement;
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
   const hls = nuwa.create(cmcd === "query" || cmcd === "header" ? { cmcd: { sessionId: "nuwa-e2e", contentId: "nuwa", useHeaders: cmcd === "header" } } : {});
   const kbps = (level: number) => (hls.levels[level]?.bitrate ?? Number.NaN) / 1000;
   hls.on(Hls.Events.ERROR, (_e, d) => console.error(d.fatal ? "hls.js fatal error" : "hls.js warning", d.type, d.details, String(d.error ?? "").slice(0, 300)));
+  watchRendered(video, log.rendered!, () => hls.levels.map((l) => ({ kbps: l.bitrate / 1000, width: l.width, height: l.height })), () => stopping, now_us);
   hls.on(Hls.Events.LEVEL_SWITCHED, (_e, d) => log.quality_changes.push({ t_us: now_us(), bitrate_kbps: kbps(d.level) }));
   hls.on(Hls.Events.FRAG_LOADED, (_e, d) => {
     const f = d.frag as unknown as FragInfo;

@@ -20,8 +20,8 @@ export interface PlayLog {
    * What the viewer saw: one entry each time the displayed frame's size changes (the first frame included),
    * read from the frames presented (`requestVideoFrameCallback`; `resize` events where it is missing).
    * `media_s` is the frame's presentation time, `bitrate_kbps` the representation of that frame size
-   * (null when no representation has it). The dash.js page only (e2e/pages/play.ts): every rung of
-   * the ladder has its own frame size (lab/nuwa_lab/dashgen/params.py).
+   * (null when no rung or more than one has it; e2e/pages/rendered.ts). Every rung of the generated
+   * ladder has its own frame size (lab/nuwa_lab/dashgen/params.py).
    */
   rendered?: { t_us: number; media_s: number; width: number; height: number; bitrate_kbps: number | null }[];
   stalls: { start_us: number; end_us: number | null }[];

@@ -13,6 +13,7 @@
  */
 import { attachNuwaShaka, type ShakaAttachOptions, type ShakaLike } from "@nuwa/player/shaka";
 import * as shakaModule from "shaka-player";
+import { watchRendered } from "./rendered.js";
 
 type Shaka = typeof shakaModule.default.default;
 const shaka = ((shakaModule as unknown as { default?: Shaka }).default ?? shakaModule) as Shaka; // CommonJS: the namespace is module.exports
@@ -27,7 +28,7 @@ const SCHEMES: Record<string, Pick<ShakaAttachOptions, "mode" | "estimate">> = {
 const q = new URLSearchParams(location.search);
 const scheme = q.get("scheme") ?? "shaka_nuwa";
 type Log = Window["__nuwa_play"];
-const log: Log = { done: false, error: null, scheme, started_us: 0, startup_s: null, frames: { send_us: [], recv_us: [], raw_qd_ms: [] }, samples: [], chunks: [], abandoned: [], quality_changes: [], stalls: [], abr_reasons: [] };
+const log: Log = { done: false, error: null, scheme, started_us: 0, startup_s: null, frames: { send_us: [], recv_us: [], raw_qd_ms: [] }, samples: [], chunks: [], abandoned: [], quality_changes: [], rendered: [], stalls: [], abr_reasons: [] };
 window.__nuwa_play = log;
 const now_us = () => performance.now() * 1000;
 const video = document.getElementById("video") as HTMLVideoElement;
@@ -74,6 +75,13 @@ async function main(): Promise<void> {
     const d_s = seg.getEndTime() - start_s;
     log.chunks.push({ t_us: now_us(), bitrate_kbps: (stream.bandwidth ?? 0) / 1000, index: Math.round(start_s / d_s), start_s, duration_s: d_s, bytes: response.data.byteLength });
   });
+  // Video rungs by frame size (a variant pairs one with an audio track: the same rung repeats, once each).
+  const rungs = () => {
+    const by = new Map<number, { kbps: number; width: number; height: number }>();
+    for (const v of player.getVariantTracks()) if (v.videoId != null && v.videoBandwidth) by.set(v.videoId, { kbps: v.videoBandwidth / 1000, width: v.width ?? 0, height: v.height ?? 0 });
+    return [...by.values()];
+  };
+  watchRendered(video, log.rendered!, rungs, () => stopping, now_us);
   const activeKbps = () => {
     const t = player.getVariantTracks().find((v) => v.active);
     return t?.videoBandwidth ? t.videoBandwidth / 1000 : Number.NaN;

@@ -19,6 +19,7 @@
 import { type AttachOptions, attachNuwa } from "@nuwa/player";
 import * as dashjsModule from "dashjs";
 import type { PlayLog } from "./play-log.js";
+import { watchRendered } from "./rendered.js";
 
 // The ESM build puts FactoryMaker only on its default export (window.dashjs); the typings declare no default.
 const dashjs = ((dashjsModule as unknown as { default?: typeof dashjsModule }).default ?? dashjsModule) as typeof dashjsModule;
@@ -43,40 +44,6 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate">> 
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };
-
-type RepresentationSource = { getRepresentationsByType?: (t: string) => { bandwidth?: number; width?: number; height?: number }[] };
-type FrameCallbackVideo = HTMLVideoElement & {
-  requestVideoFrameCallback?: (cb: (now: number, meta: { mediaTime: number; width: number; height: number }) => void) => number;
-};
-
-/**
- * Log each change of the displayed frame's size into `log.rendered` (what the viewer saw, not what
- * was downloaded last: a segment dash.js fetches again while it plays is not shown from its start,
- * and may not be shown at all). The ladder gives every rung its own frame size, so the size names
- * the rung.
- */
-function watchRendered(player: RepresentationSource): void {
-  const v = video as FrameCallbackVideo;
-  const rendered = log.rendered!;
-  const note = (media_s: number, width: number, height: number) => {
-    const last = rendered[rendered.length - 1];
-    if (stopping || width <= 0 || height <= 0 || (last && last.width === width && last.height === height)) return;
-    const reps = player.getRepresentationsByType?.("video") ?? [];
-    // A frame size that two representations share (a site's own ladder) names no rung: null, and the score falls back to the downloads.
-    const same = reps.filter((r) => r.width === width && r.height === height);
-    const rep = same.length === 1 ? same[0] : undefined;
-    rendered.push({ t_us: now_us(), media_s, width, height, bitrate_kbps: rep?.bandwidth ? rep.bandwidth / 1000 : null });
-  };
-  if (typeof v.requestVideoFrameCallback === "function") {
-    const onFrame = (_now: number, meta: { mediaTime: number; width: number; height: number }) => {
-      note(meta.mediaTime, meta.width, meta.height);
-      if (!stopping) v.requestVideoFrameCallback!(onFrame);
-    };
-    v.requestVideoFrameCallback(onFrame);
-  } else {
-    video.addEventListener("resize", () => note(video.currentTime, video.videoWidth, video.videoHeight));
-  }
-}
 
 async function main(): Promise<void> {
   const duration_s = Number(q.get("duration_s") ?? "60");
@@ -110,7 +77,9 @@ async function main(): Promise<void> {
   player.on(dashjs.MediaPlayer.events.QUALITY_CHANGE_RENDERED, (e: { mediaType: string; newRepresentation?: { bandwidth: number } }) => {
     if (e.mediaType === "video" && e.newRepresentation) log.quality_changes.push({ t_us: now_us(), bitrate_kbps: e.newRepresentation.bandwidth / 1000 });
   });
-  watchRendered(player as unknown as RepresentationSource);
+  const reps = player as unknown as { getRepresentationsByType?: (t: string) => { bandwidth?: number; width?: number; height?: number }[] };
+  const rungs = () => (reps.getRepresentationsByType?.("video") ?? []).map((r) => ({ kbps: (r.bandwidth ?? 0) / 1000, width: r.width ?? 0, height: r.height ?? 0 }));
+  watchRendered(video, log.rendered!, rungs, () => stopping, now_us);
   type SegmentRequest = { mediaType: string; type: string; index: number; bandwidth: number; startTime: number; duration: number; bytesLoaded: number };
   player.on(dashjs.MediaPlayer.events.FRAGMENT_LOADING_COMPLETED, (e: { request?: SegmentRequest; error?: unknown }) => {
     const r = e.request;

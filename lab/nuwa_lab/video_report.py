@@ -76,7 +76,10 @@ def issue15_section(cells: CellsLike, q: int, bulk_oracle_p95: dict[str, float] 
           "the real segment sizes and the run's own start-up (lab/nuwa_lab/"
           "abr_optimum.py: DP at 100 ms resolution, sequential downloads, no buffer cap). "
           "`QoE/opt` = mean over runs of the run's QoE ÷ its own optimum; `wasted MB` = "
-          "re-downloaded + abandoned bytes.", ""]
+          "re-downloaded + abandoned bytes. QoE, kbit/s and switches count what was shown: a "
+          "position's bitrate is that of the frames presented over it (play_metrics "
+          "`rendered_rates`; a run whose page logged no frame sizes: its last download, "
+          "`quality_basis` in the run's summary).", ""]
     head = ["trace", "scheme", "QoE", "optimum", "QoE/opt", "rebuffer", "switches", "startup s",
             "kbit/s", "wasted MB", "Qd p95 ms"]
     rows = []
