@@ -60,7 +60,7 @@ async function main(): Promise<void> {
   const hls = nuwa.create(cmcd === "query" || cmcd === "header" ? { cmcd: { sessionId: "nuwa-e2e", contentId: "nuwa", useHeaders: cmcd === "header" } } : {});
   const kbps = (level: number) => (hls.levels[level]?.bitrate ?? Number.NaN) / 1000;
   hls.on(Hls.Events.ERROR, (_e, d) => console.error(d.fatal ? "hls.js fatal error" : "hls.js warning", d.type, d.details, String(d.error ?? "").slice(0, 300)));
-  watchRendered(video, log.rendered!, () => hls.levels.map((l) => ({ kbps: l.bitrate / 1000, width: l.width, height: l.height })), () => stopping, now_us);
+  const frameMediaS = watchRendered(video, log.rendered!, () => hls.levels.map((l) => ({ kbps: l.bitrate / 1000, width: l.width, height: l.height })), () => stopping, now_us);
   hls.on(Hls.Events.LEVEL_SWITCHED, (_e, d) => log.quality_changes.push({ t_us: now_us(), bitrate_kbps: kbps(d.level) }));
   hls.on(Hls.Events.FRAG_LOADED, (_e, d) => {
     const f = d.frag as unknown as FragInfo;
@@ -95,6 +95,7 @@ async function main(): Promise<void> {
       log.samples.push({
         t_us: t,
         media_s: video.currentTime,
+        frame_media_s: frameMediaS(),
         buffer_s: bufferAheadS(video),
         nuwa_bps: est.bps,
         dashjs_bps: own_bps,

@@ -1,7 +1,8 @@
 /**
  * The log a playback page leaves in `window.__nuwa_play` (e2e/pages/play.ts for dash.js,
  * play-hls.ts for hls.js), read by e2e/src/play.ts and scored by lab/nuwa_lab/play_metrics.py.
- * `dashjs_bps` in samples is the player's own estimate (dash.js's or hls.js's), bit/s.
+ * `dashjs_bps` in samples is the player's own estimate (dash.js's or hls.js's), bit/s;
+ * `frame_media_s` the presentation time of the last video frame presented (rendered.ts), s.
  */
 export interface PlayLog {
   done: boolean;
@@ -10,7 +11,7 @@ export interface PlayLog {
   started_us: number;
   startup_s: number | null;
   frames: { send_us: number[]; recv_us: number[]; raw_qd_ms: number[] };
-  samples: { t_us: number; media_s: number; buffer_s: number; nuwa_bps: number; dashjs_bps: number; bitrate_kbps: number; window_bytes: number; qd_ms: number; downloading: boolean }[];
+  samples: { t_us: number; media_s: number; frame_media_s?: number; buffer_s: number; nuwa_bps: number; dashjs_bps: number; bitrate_kbps: number; window_bytes: number; qd_ms: number; downloading: boolean }[];
   /** Video media segments downloaded completely (a re-download of a position appears again). */
   chunks: { t_us: number; bitrate_kbps: number; index: number; start_s: number; duration_s: number; bytes: number }[];
   /** Video media segment requests dash.js abandoned (AbandonRequestsRule, fast switching), with the bytes they had loaded. */

@@ -81,7 +81,7 @@ async function main(): Promise<void> {
     for (const v of player.getVariantTracks()) if (v.videoId != null && v.videoBandwidth) by.set(v.videoId, { kbps: v.videoBandwidth / 1000, width: v.width ?? 0, height: v.height ?? 0 });
     return [...by.values()];
   };
-  watchRendered(video, log.rendered!, rungs, () => stopping, now_us);
+  const frameMediaS = watchRendered(video, log.rendered!, rungs, () => stopping, now_us);
   const activeKbps = () => {
     const t = player.getVariantTracks().find((v) => v.active);
     return t?.videoBandwidth ? t.videoBandwidth / 1000 : Number.NaN;
@@ -111,6 +111,7 @@ async function main(): Promise<void> {
       log.samples.push({
         t_us: t,
         media_s: video.currentTime,
+        frame_media_s: frameMediaS(),
         buffer_s: bufferAhead(),
         nuwa_bps: est.bps,
         dashjs_bps: shaka_bps,

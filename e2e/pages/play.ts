@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   });
   const reps = player as unknown as { getRepresentationsByType?: (t: string) => { bandwidth?: number; width?: number; height?: number }[] };
   const rungs = () => (reps.getRepresentationsByType?.("video") ?? []).map((r) => ({ kbps: (r.bandwidth ?? 0) / 1000, width: r.width ?? 0, height: r.height ?? 0 }));
-  watchRendered(video, log.rendered!, rungs, () => stopping, now_us);
+  const frameMediaS = watchRendered(video, log.rendered!, rungs, () => stopping, now_us);
   type SegmentRequest = { mediaType: string; type: string; index: number; bandwidth: number; startTime: number; duration: number; bytesLoaded: number };
   player.on(dashjs.MediaPlayer.events.FRAGMENT_LOADING_COMPLETED, (e: { request?: SegmentRequest; error?: unknown }) => {
     const r = e.request;
@@ -121,6 +121,7 @@ async function main(): Promise<void> {
       log.samples.push({
         t_us: t,
         media_s: video.currentTime,
+        frame_media_s: frameMediaS(),
         buffer_s: player.getDashMetrics().getCurrentBufferLevel("video") || 0,
         nuwa_bps: est.bps,
         dashjs_bps: dashjs_kbps * 1000,

@@ -23,7 +23,12 @@ type FrameCallbackVideo = HTMLVideoElement & { requestVideoFrameCallback?: (cb: 
  * size (the first frame included): `media_s` the frame's presentation time (s), the rung of
  * that size from `rungs()` (read at each change: the player lists its rungs once the manifest
  * is parsed). Frames come from `requestVideoFrameCallback`; where it is missing, `resize` events
- * with `currentTime`. `now_us`: the page's clock, µs.
+ * with `currentTime`. `now_us`: the page's clock, µs. Returns a reader of the last presented
+ * frame's presentation time (s; NaN before the first frame or without
+ * `requestVideoFrameCallback`): the samples log it as `frame_media_s`, and a picture that lags
+ * the media clock is a frozen picture (Chromium lets audio play on for up to 3 s after the video
+ * runs dry before it declares a stall: media/renderers/renderer_impl.cc,
+ * kDefaultVideoUnderflowThresholdMs).
  */
 export function watchRendered(
   video: HTMLVideoElement,
@@ -31,7 +36,8 @@ export function watchRendered(
   rungs: () => RenderedRung[],
   stopped: () => boolean,
   now_us: () => number,
-): void {
+): () => number {
+  let last_frame_media_s = Number.NaN;
   const note = (media_s: number, width: number, height: number) => {
     const last = out[out.length - 1];
     if (stopped() || width <= 0 || height <= 0 || (last && last.width === width && last.height === height)) return;
@@ -42,6 +48,7 @@ export function watchRendered(
   const v = video as FrameCallbackVideo;
   if (typeof v.requestVideoFrameCallback === "function") {
     const onFrame = (_now: number, meta: FrameMeta) => {
+      last_frame_media_s = meta.mediaTime;
       note(meta.mediaTime, meta.width, meta.height);
       if (!stopped()) v.requestVideoFrameCallback!(onFrame);
     };
@@ -49,4 +56,5 @@ export function watchRendered(
   } else {
     video.addEventListener("resize", () => note(video.currentTime, video.videoWidth, video.videoHeight));
   }
+  return () => last_frame_media_s;
 }

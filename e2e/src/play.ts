@@ -232,7 +232,7 @@ export function describePlay(s: Record<string, unknown>, out_dir: string): strin
   return [
     `Nuwa playback: ${s.scheme} (${own}) on ${String(s.trace).split("/").pop()}`,
     `  played ${n(s.media_played_s)} s of video, startup ${n(s.startup_s, 2)} s`,
-    `  mean bitrate ${n(s.bitrate_kbps_mean, 0)} kbit/s, ${s.switches} switches, rebuffering ${n(s.rebuffer_s, 2)} s in ${s.rebuffer_count} stalls`,
+    `  mean bitrate ${n(s.bitrate_kbps_mean, 0)} kbit/s, ${s.switches} switches, rebuffering ${n(s.rebuffer_s, 2)} s in ${s.rebuffer_count} stalls${typeof s.frozen_s === "number" && s.frozen_s > 0 ? ` (${n(s.frozen_s, 2)} s of it a frozen picture while audio played on)` : ""}`,
     `  QoE per chunk ${n(s.qoe_per_chunk, 2)} over ${s.chunks} played chunks (Pensieve linear: Mbit/s − 4.3·rebuffer s − |Δ Mbit/s|; bitrate ${s.quality_basis === "rendered" ? "of the frames shown" : "of each position's last download"}); re-downloaded ${n(Number(s.redownloaded_bytes) / 1e6, 2)} MB, ${s.abandoned_requests} abandoned requests (${n(Number(s.abandoned_bytes) / 1e6, 2)} MB)`,
     `  QoE ${n(s.qoe_per_chunk, 2)} = ${typeof s.qoe_fraction === "number" ? `${(100 * s.qoe_fraction).toFixed(0)}%` : "n/a"} of the offline optimum ${n(s.qoe_optimum, 2)} (this run's capacity, real segment sizes and start-up known in advance; lab/nuwa_lab/abr_optimum.py)`,
     `  queuing delay at the bottleneck p50 ${n(q.p50, 0)} ms, p95 ${n(q.p95, 0)} ms; utilization while downloading ${n(s.utilization, 2)}`,

@@ -21,7 +21,10 @@ and dash.js's estimates). docs/DESIGN.md §6 "How it is measured":
   Re-downloads and abandoned requests are not chunks; their bytes are reported
   beside the QoE (``redownloaded_bytes``: downloads of a position superseded by a
   later one;
-  ``abandoned_requests`` / ``abandoned_bytes``: requests dash.js cut off);
+  ``abandoned_requests`` / ``abandoned_bytes``: requests dash.js cut off).
+  Rebuffering is the player's declared stalls plus the time the picture stood
+  frozen while audio carried the clock on (Chromium waits up to about 3 s after
+  the video runs dry before it reports waiting; ``frozen_picture``);
 - queuing delay p50/p95 per packet at the emulator; utilization = delivered ÷
   capacity bytes over the downloading bins.
 
@@ -163,6 +166,57 @@ def rendered_rates(
     return rates, tv, len(changes)
 
 
+#: A picture this far behind the media clock (s) with no video buffered ahead is frozen: one
+#: sample interval (0.25 s) of slack for the frame callback and the sampler.
+FROZEN_LAG_S = 0.25
+#: Video buffered ahead of the playhead below which the player has run dry (s).
+DRY_BUFFER_S = 0.1
+
+
+def frozen_picture(page: dict[str, Any]) -> tuple[float, int] | None:
+    """Time the picture stood still while the media clock ran, outside declared stalls.
+
+    Chromium lets audio play on for up to 3 s after the video runs dry before the element reports
+    waiting (a stall): media/renderers/renderer_impl.cc, ``kDefaultVideoUnderflowThresholdMs =
+    3000``; in that time the picture is frozen and the clock advances. Each
+    sample is frozen when the last presented frame (``frame_media_s``, e2e/pages/rendered.ts) is
+    more than ``FROZEN_LAG_S`` behind the media clock (``media_s``) and the video buffered ahead
+    is below ``DRY_BUFFER_S``, outside any stall; the interval to the next sample (250 ms) counts
+    when either end is frozen and it starts outside a stall. The lag threshold makes the figure
+    short of the truth by up to ``FROZEN_LAG_S`` per episode. Returns (seconds, episodes), or
+    None when the samples carry no frame times.
+    """
+    samples = page.get("samples") or []
+    if not any(s.get("frame_media_s") is not None for s in samples):
+        return None
+    stalls = [(float(x["start_us"]), float(x["end_us"]) if x["end_us"] is not None else math.inf)
+              for x in page.get("stalls") or []]
+
+    def frozen_at(s: dict[str, Any]) -> bool:
+        f = s.get("frame_media_s")
+        if f is None or not math.isfinite(float(f)):
+            return False
+        t = float(s["t_us"])
+        if any(a <= t <= b for a, b in stalls):
+            return False
+        return (float(s["media_s"]) - float(f) > FROZEN_LAG_S
+                and float(s.get("buffer_s") or 0.0) < DRY_BUFFER_S)
+
+    total_s = 0.0
+    episodes = 0
+    was = False
+    def in_stall(s: dict[str, Any]) -> bool:
+        return any(a <= float(s["t_us"]) <= b for a, b in stalls)
+
+    for a, b in zip(samples, samples[1:], strict=False):
+        now = (frozen_at(a) or frozen_at(b)) and not in_stall(a)
+        if now:
+            total_s += (float(b["t_us"]) - float(a["t_us"])) / 1e6
+            episodes += 0 if was else 1
+        was = now
+    return total_s, episodes
+
+
 def qoe(page: dict[str, Any]) -> dict[str, Any]:
     """Bitrate, switches, rebuffering and Pensieve's QoE per played chunk from the page log.
 
@@ -173,10 +227,12 @@ def qoe(page: dict[str, Any]) -> dict[str, Any]:
     media, and the smoothness term the total variation of the rendered bitrate, equal to
     Pensieve's when every change falls on a chunk boundary); without a rendered-frame log, the
     chunk's last download (``quality_basis`` says which). Rebuffering is every stall after
-    startup (PLAYBACK_WAITING to PLAYBACK_PLAYING, an open one until the last sample). Returns
-    ``chunks`` (played), ``bitrate_kbps_mean``, ``rebuffer_s``, ``rebuffer_count``,
-    ``switches``, ``qoe_per_chunk`` (None without chunks), ``quality_basis`` ("rendered" |
-    "downloaded") and the waste of ``played_chunks``.
+    startup (PLAYBACK_WAITING to PLAYBACK_PLAYING, an open one until the last sample) plus the
+    time the picture stood frozen while audio played on (``frozen_picture``; 0 for a page that
+    logs no frame times). Returns ``chunks`` (played), ``bitrate_kbps_mean``, ``rebuffer_s``,
+    ``rebuffer_count``, ``stall_s``, ``frozen_s`` (None without frame times), ``switches``,
+    ``qoe_per_chunk`` (None without chunks), ``quality_basis`` ("rendered" | "downloaded") and
+    the waste of ``played_chunks``.
     """
     played, waste = played_chunks(page)
     seen = rendered_rates(page, played)
@@ -190,13 +246,17 @@ def qoe(page: dict[str, Any]) -> dict[str, Any]:
         basis = "downloaded"
     stalls = page["stalls"]
     end_us = page["samples"][-1]["t_us"] if page["samples"] else 0
-    rebuffer_s = sum(((s["end_us"] or end_us) - s["start_us"]) / 1e6 for s in stalls)
+    stall_s = sum(((s["end_us"] or end_us) - s["start_us"]) / 1e6 for s in stalls)
+    frozen = frozen_picture(page)
+    rebuffer_s = stall_s + (frozen[0] if frozen else 0.0)
     n = len(rates)
     return {
         "chunks": n,
         "bitrate_kbps_mean": 1000.0 * sum(rates) / n if n else None,
         "rebuffer_s": rebuffer_s,
-        "rebuffer_count": len(stalls),
+        "rebuffer_count": len(stalls) + (frozen[1] if frozen else 0),
+        "stall_s": stall_s,
+        "frozen_s": frozen[0] if frozen else None,
         "switches": switches,
         "qoe_per_chunk": (sum(rates) - REBUFFER_PENALTY * rebuffer_s - smooth) / n if n else None,
         "quality_basis": basis,
@@ -309,6 +369,8 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float,
         "bitrate_kbps_mean": q["bitrate_kbps_mean"],
         "rebuffer_s": q["rebuffer_s"],
         "rebuffer_count": q["rebuffer_count"],
+        "stall_s": q["stall_s"],
+        "frozen_s": q["frozen_s"],
         "switches": q["switches"],
         "startup_s": page.get("startup_s"),
         "dashjs_settings": page.get("dashjs_settings"),

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from nuwa_lab.play_metrics import estimate_error, played_chunks, qoe, rendered_rates
+from nuwa_lab.play_metrics import (
+    estimate_error,
+    frozen_picture,
+    played_chunks,
+    qoe,
+    rendered_rates,
+)
 
 pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
@@ -191,3 +197,45 @@ def test_qoe_on_a_recorded_dashjs_run_credits_no_copy_that_came_after_its_segmen
     q_dl = qoe(page)
     assert q_dl["bitrate_kbps_mean"] == pytest.approx(1463.3, abs=0.1)
     assert q_dl["qoe_per_chunk"] == pytest.approx(0.399, abs=0.001)
+
+
+def frozen_page() -> dict:
+    """Samples every 250 ms from 1 s to 6 s; the media clock runs at 1× from 0 at 1 s. The video
+    runs dry at 2 s of media (3 s wall): the picture stays on the frame at 2.0 s while audio
+    carries the clock to 3.0 s; dash.js declares a stall from 4.0 to 4.5 s wall, then playback
+    resumes with frames."""
+    samples = []
+    for k in range(21):
+        t_s = 1.0 + 0.25 * k
+        media = min(t_s - 1.0, 3.0) if t_s < 4.5 else t_s - 1.5
+        dry = 3.0 <= t_s < 4.5
+        samples.append({"t_us": t_s * 1e6, "media_s": media,
+                        "frame_media_s": 2.0 if dry else media, "buffer_s": 0.0 if dry else 1.5})
+    return {"chunks": [], "abandoned": [], "samples": samples, "startup_s": 0.5,
+            "stalls": [{"start_us": 4.0e6, "end_us": 4.5e6}]}
+
+
+def test_frozen_picture_counts_the_clock_running_past_a_still_picture():
+    page = frozen_page()
+    frozen = frozen_picture(page)
+    assert frozen is not None
+    # truly frozen 3.0–4.0 s; seen from 3.5 s (lag 0.5 > 0.25; at 3.25 s it is 0.25): the intervals
+    # from 3.25, 3.5 and 3.75 s count, 4.0–4.5 s is the declared stall: 0.75 s, one episode
+    assert frozen == (pytest.approx(0.75), 1)
+    q = qoe(page)
+    assert q["stall_s"] == pytest.approx(0.5)
+    assert q["frozen_s"] == pytest.approx(0.75)
+    assert q["rebuffer_s"] == pytest.approx(1.25)
+    assert q["rebuffer_count"] == 2
+
+
+def test_frozen_picture_needs_a_dry_buffer_and_frame_times():
+    page = frozen_page()
+    for s in page["samples"]:
+        s["buffer_s"] = 1.5  # a late frame callback with video buffered ahead is not a freeze
+    assert frozen_picture(page) == (0.0, 0)
+    for s in page["samples"]:
+        s.pop("frame_media_s")
+    assert frozen_picture(page) is None
+    q = qoe(page)
+    assert q["frozen_s"] is None and q["rebuffer_s"] == pytest.approx(0.5)
