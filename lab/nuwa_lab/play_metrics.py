@@ -202,18 +202,25 @@ def frozen_picture(page: dict[str, Any]) -> tuple[float, int] | None:
         return (float(s["media_s"]) - float(f) > FROZEN_LAG_S
                 and float(s.get("buffer_s") or 0.0) < DRY_BUFFER_S)
 
-    total_s = 0.0
-    episodes = 0
-    was = False
     def in_stall(s: dict[str, Any]) -> bool:
         return any(a <= float(s["t_us"]) <= b for a, b in stalls)
 
+    # An episode that runs into a declared stall is that stall's start, not another episode.
+    total_s = 0.0
+    episodes = 0
+    open_episode = False
     for a, b in zip(samples, samples[1:], strict=False):
         now = (frozen_at(a) or frozen_at(b)) and not in_stall(a)
         if now:
             total_s += (float(b["t_us"]) - float(a["t_us"])) / 1e6
-            episodes += 0 if was else 1
-        was = now
+            if not open_episode:
+                episodes += 1
+                open_episode = True
+            if in_stall(b):
+                episodes -= 1
+                open_episode = False
+        else:
+            open_episode = False
     return total_s, episodes
 
 
