@@ -14,16 +14,15 @@ and dash.js's estimates). docs/DESIGN.md §6 "How it is measured":
   that playback reached. The bitrate of a position is what the viewer saw: the
   rung of the frames presented over its media time (the page logs each change of
   the displayed frame size; every rung has its own), and Σ |Δ bitrate| is taken
-  over those changes. Pages without that log (hls.js, shaka) credit a position
-  with its last download. The two differ when dash.js's fast switching fetches
+  over those changes (all three pages log it; a page without the log credits a
+  position with its last download). The two differ when dash.js's fast switching fetches
   the segment that is playing: its frames were already queued, so the copy is not
   shown (a 5G run: segment 0 fetched at 750, 6000 and 8000 kbit/s, shown at 750).
   Re-downloads and abandoned requests are not chunks; their bytes are reported
   beside the QoE (``redownloaded_bytes``: downloads of a position superseded by a
-  later one;
-  ``abandoned_requests`` / ``abandoned_bytes``: requests dash.js cut off).
+  later one; ``abandoned_requests`` / ``abandoned_bytes``: requests dash.js cut off).
   Rebuffering is the player's declared stalls plus the time the picture stood
-  frozen while audio carried the clock on (Chromium waits up to about 3 s after
+  frozen while audio carried the clock on (Chromium waits up to 3 s after
   the video runs dry before it reports waiting; ``frozen_picture``);
 - queuing delay p50/p95 per packet at the emulator; utilization = delivered ÷
   capacity bytes over the downloading bins.
@@ -119,7 +118,7 @@ def rendered_rates(
     """The bitrate the viewer saw over each played chunk, from the frames presented.
 
     ``page["rendered"]``: ``{media_s, bitrate_kbps}`` each time the displayed frame's size
-    changed (e2e/pages/play.ts ``watchRendered``; every rung has its own frame size). The
+    changed (e2e/pages/rendered.ts ``watchRendered``; every rung has its own frame size). The
     rendered bitrate at media time x is that of the last change at or before x (before the
     first change: the first). ``played``: ``played_chunks``'s chunks, each with ``start_s`` and
     ``duration_s`` (s). Returns (per chunk, the bitrate in Mbit/s averaged over the part of its
@@ -192,18 +191,15 @@ def frozen_picture(page: dict[str, Any]) -> tuple[float, int] | None:
     stalls = [(float(x["start_us"]), float(x["end_us"]) if x["end_us"] is not None else math.inf)
               for x in page.get("stalls") or []]
 
+    def in_stall(s: dict[str, Any]) -> bool:
+        return any(a <= float(s["t_us"]) <= b for a, b in stalls)
+
     def frozen_at(s: dict[str, Any]) -> bool:
         f = s.get("frame_media_s")
-        if f is None or not math.isfinite(float(f)):
-            return False
-        t = float(s["t_us"])
-        if any(a <= t <= b for a, b in stalls):
+        if f is None or not math.isfinite(float(f)) or in_stall(s):
             return False
         return (float(s["media_s"]) - float(f) > FROZEN_LAG_S
                 and float(s.get("buffer_s") or 0.0) < DRY_BUFFER_S)
-
-    def in_stall(s: dict[str, Any]) -> bool:
-        return any(a <= float(s["t_us"]) <= b for a, b in stalls)
 
     # An episode that runs into a declared stall is that stall's start, not another episode.
     total_s = 0.0
