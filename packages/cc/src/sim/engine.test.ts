@@ -120,3 +120,30 @@ describe("one engine under every driver", () => {
     expect(c.cwnd_bytes).toBeCloseTo(8050, 6);
   });
 });
+
+describe("an application-limited flow (app_frames, expecting_data)", () => {
+  it("writes no more than the application gave, and sends it all under the window", () => {
+    const given = (t: number) => (t < 1000 ? 0 : t < 3000 ? 50 : 120); // frames handed over at 1 s and 3 s
+    const run = (expecting: (t: number) => boolean) => {
+      const eng = new Engine({ trace: constantRateTrace(10e6) }, [{ frame_bytes: 1220, app_frames: given, expecting_data: expecting }]);
+      const f = eng.flows[0]!;
+      const silent: boolean[] = [];
+      let last_read_ms = 0;
+      for (let t = 0; t < 6000; t++) {
+        const before = f.read_bytes;
+        eng.tick();
+        if (f.read_bytes > before && t < 3000) last_read_ms = t;
+        if (t === 999) expect(f.new_packets).toBe(0);
+        if (t === 2999) expect(f.new_packets).toBe(50);
+        silent.push(f.controller!.currentPhase === "silence");
+      }
+      expect(f.new_packets).toBe(120);
+      expect(f.read_bytes).toBe(120 * 1220);
+      expect(last_read_ms).toBeLessThan(1400); // the first response is in well before 1.5 s
+      return silent;
+    };
+    // after the first response the player expects nothing until 3 s: an idle player is not an outage
+    expect(run((t) => t < 1000 + 1 || t >= 3000).slice(1000, 3000).some(Boolean)).toBe(false);
+    expect(run(() => true).slice(1500, 3000).some(Boolean)).toBe(true);
+  });
+});

@@ -70,6 +70,17 @@ export interface FlowOptions {
   ceiling?: boolean;
   /** Policy `schedule`: frames to write at t_ms given the bytes in flight (frame bytes). */
   schedule?: (t_ms: number, in_flight_bytes: number) => number;
+  /**
+   * An application-limited sender (a video server answering segment requests): the frames the
+   * application has handed the sender by ms t, cumulative (frames of `frame_bytes`). The sender
+   * writes no more than that, whatever the window. Absent: always backlogged (bulk).
+   */
+  app_frames?: (t_ms: number) => number;
+  /**
+   * Whether the receiver has a response in progress at ms t (the controller's `tick(now, expecting_data)`:
+   * an idle player is not an outage; session.ts passes its open requests). Absent: always.
+   */
+  expecting_data?: (t_ms: number) => boolean;
 }
 
 /** What the engine gives a flow each ms. */
@@ -169,6 +180,8 @@ export class Flow {
 
   private write(t: number, path: PathView): void {
     const sent_us = t * 1000 * (1 + (this.o.clock_drift ?? 0)) + (this.o.clock_offset_us ?? 0);
+    // nothing to send beyond what the application gave (an app-limited sender: `app_frames`)
+    const app_left = this.o.app_frames ? Math.max(0, this.o.app_frames(t) - this.new_packets) : Number.POSITIVE_INFINITY;
     let n: number;
     if (this.policy === "fill") n = Math.max(0, path.queue_packets + 50 - path.link.queuedPackets - this.downlink.length);
     else if (this.policy === "schedule") n = this.o.schedule!(t, this.in_flight_bytes);
@@ -180,11 +193,12 @@ export class Flow {
       this.pacer.refill(in_force);
       n = 0;
       // grants.py WriteBudget.allows: outstanding + frame ≤ window in force, or nothing outstanding (liveness)
-      while (n < MAX_FRAMES_PER_MS && this.pacer.ready && (outstanding + n * this.frame_bytes <= 0 || outstanding + (n + 1) * this.frame_bytes <= in_force)) {
+      while (n < MAX_FRAMES_PER_MS && n < app_left && this.pacer.ready && (outstanding + n * this.frame_bytes <= 0 || outstanding + (n + 1) * this.frame_bytes <= in_force)) {
         this.pacer.take(this.frame_bytes);
         n++;
       }
     }
+    n = Math.min(n, app_left);
     for (let i = 0; i < n; i++) {
       this.downlink.push(t + this.one_way_delay_ms, { flow: this.index, seq: this.next_seq++, send_us: sent_us, frame_bytes: this.frame_bytes });
       this.written_bytes += this.frame_bytes;
@@ -215,7 +229,7 @@ export class Flow {
     const d = this.one_way_delay_ms;
     if (departures.length > 0) this.feedback.push(t + d, { acked_bytes: departures.length * this.frame_bytes });
     if (t < this.start_ms || !ctl) return;
-    ctl.tick(t * 1000);
+    ctl.tick(t * 1000, this.o.expecting_data?.(t) ?? true);
     if (t % (this.o.grant_interval_ms ?? 5) === 0) this.feedback.push(t + d, { cum_bytes: ctl.cumReceivedBytes, window_bytes: ctl.windowBytes });
     if (this.policy === "oracle" && t > 0 && t % (this.o.report_interval_ms ?? 10) === 0) {
       const cap = path.capacityOverRtt(t);

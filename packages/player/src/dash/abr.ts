@@ -137,7 +137,7 @@ export function makeThroughputOverride(
 }
 
 /** Minimal dash.js surfaces the rule touches. */
-interface RepresentationLike {
+export interface RepresentationLike {
   /** Representation@id (dash.js 5 Representation.id). */
   id?: string | number | null;
   bitrateInKbit?: number;

@@ -1,0 +1,104 @@
+/**
+ * `./nuwa video-sim [--traces a,b] [--starts 0,20000] [--duration 62] [--variants JSON] [--json OUT]`:
+ * the shipped MPC ABR (and variants of its options) playing the generated DASH content over a
+ * Nuwa session, SIMULATED on the one engine (@nuwa/player/src/sim/video.ts: the real
+ * NuwaController, the grant rule, a Mahimahi drop-tail bottleneck). Every variant runs on every
+ * trace (default: all 3G, 4G and low-band 5G traces of the end-to-end set, not only the six of the
+ * video bench) from each start offset into the trace, in the same run. Prints per trace the QoE per
+ * chunk, rebuffering (s), switches and mean bitrate of each variant, then the means; `--json` keeps
+ * every cell. A screen for ABR changes before an end-to-end invocation; figures are SIMULATED.
+ */
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { parseMahimahiTrace, rotateTrace } from "@nuwa/cc/sim";
+import type { NuwaMpcOptions } from "../../packages/player/src/dash/abr.js";
+import { mpcAbr, simulateVideo, type VideoLadder } from "../../packages/player/src/sim/video.js";
+import { listTraces } from "./bench.js";
+import { parseCli, usageError } from "./cli-args.js";
+import { ensureContent } from "./play.js";
+import { REPO_ROOT } from "./procs.js";
+
+const USAGE = `./nuwa video-sim [--traces a,b] [--starts 0,20000] [--duration 62] [--variants JSON] [--json OUT]
+  the MPC ABR (and variants of its options: '{"name": {...NuwaMpcOptions}}') on every 3G/4G/low-band 5G
+  trace of the end-to-end set from each start offset (ms into the trace), SIMULATED, all in one run`;
+const values = parseCli(USAGE, {
+  traces: { type: "string" },
+  starts: { type: "string", default: "0,20000,40000" },
+  duration: { type: "string", default: "62" },
+  variants: { type: "string" },
+  json: { type: "string" },
+});
+const duration_s = Number(values.duration);
+if (!(duration_s >= 10 && duration_s <= 600)) usageError(USAGE, `--duration must be 10..600 s (got ${values.duration})`);
+const starts = values.starts.split(",").map(Number);
+if (starts.some((s) => !Number.isInteger(s) || s < 0)) usageError(USAGE, `--starts must be non-negative integers, ms (got ${values.starts})`);
+let variants: Record<string, Omit<NuwaMpcOptions, "history">> = { shipped: {} };
+if (values.variants) {
+  try {
+    variants = JSON.parse(values.variants) as typeof variants;
+  } catch (e) {
+    usageError(USAGE, `--variants is not JSON: ${(e as Error).message}`);
+  }
+}
+const all = listTraces().e2e.filter((t) => ["3G", "LTE-Saturator", "LTE-Lumos", "5G-lowband"].includes(t.family));
+const wanted = values.traces?.split(",").filter(Boolean);
+const traces = wanted ? all.filter((t) => wanted.some((w) => t.name.includes(w))) : all;
+if (traces.length === 0) usageError(USAGE, `no trace matches ${values.traces}`);
+
+/** The generated content's ladder: rungs from the MPD, real sizes from the segment files (as abr_optimum.load_ladder). */
+function loadLadder(dir: string): VideoLadder {
+  const mpd = readFileSync(`${dir}/manifest.mpd`, "utf8");
+  const video: { kbps: number; id: string }[] = [];
+  let audio_id: string | null = null;
+  let seg_s = 2;
+  for (const aset of mpd.split("<AdaptationSet").slice(1)) {
+    const kind = /contentType="(\w+)"/.exec(aset)?.[1];
+    const attr = (tag: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
+    for (const [tag] of aset.matchAll(/<Representation\s[^>]*>/g)) {
+      const id = attr(tag, "id");
+      const bw = Number(attr(tag, "bandwidth"));
+      if (id === undefined || !(bw > 0)) continue;
+      if (kind === "video") video.push({ kbps: bw / 1000, id });
+      else if (kind === "audio" && audio_id === null) audio_id = id;
+    }
+    const tpl = /<SegmentTemplate\s[^>]*>/.exec(aset)?.[0];
+    if (tpl && kind === "video") seg_s = Number(attr(tpl, "duration")) / Number(attr(tpl, "timescale") ?? "1");
+  }
+  video.sort((a, b) => a.kbps - b.kbps);
+  const files = readdirSync(dir);
+  const sizes = (id: string) =>
+    files
+      .filter((f) => f.startsWith(`seg-${id}-`) && f.endsWith(".m4s"))
+      .sort()
+      .map((f) => statSync(`${dir}/${f}`).size);
+  const video_bytes = video.map((v) => sizes(v.id));
+  return { bitrates_kbps: video.map((v) => v.kbps), video_bytes, audio_bytes: audio_id === null ? [] : sizes(audio_id), segment_s: seg_s };
+}
+
+const ladder = loadLadder(await ensureContent(120));
+console.log(`ladder ${ladder.bitrates_kbps.join(",")} kbit/s, ${ladder.video_bytes[0]!.length} segments of ${ladder.segment_s} s; ${traces.length} traces × ${starts.length} starts × ${Object.keys(variants).length} variants, ${duration_s} s each (SIMULATED)`);
+type Cell = { trace: string; start_ms: number; variant: string; qoe: number; rebuffer_s: number; switches: number; mean_kbps: number; startup_s: number };
+const cells: Cell[] = [];
+const names = Object.keys(variants);
+console.log(["trace", ...names.map((n) => `${n}: QoE / rebuf s / switches / kbit/s`)].join(" | "));
+for (const t of traces) {
+  const base = parseMahimahiTrace(readFileSync(`${REPO_ROOT}${t.path}`, "utf8"));
+  const period = base[base.length - 1]!;
+  const row: string[] = [];
+  for (const v of names) {
+    const here: Cell[] = [];
+    for (const s of starts) {
+      const r = simulateVideo({ trace: rotateTrace(base, s % period), ladder, duration_s, abr: mpcAbr(variants[v]) });
+      here.push({ trace: t.name, start_ms: s, variant: v, qoe: r.qoe, rebuffer_s: r.rebuffer_s, switches: r.switches, mean_kbps: r.mean_kbps, startup_s: r.startup_s });
+    }
+    cells.push(...here);
+    const m = (k: keyof Cell) => here.reduce((a, c) => a + (c[k] as number), 0) / here.length;
+    row.push(`${m("qoe").toFixed(2)} / ${m("rebuffer_s").toFixed(1)} / ${m("switches").toFixed(1)} / ${m("mean_kbps").toFixed(0)}`);
+  }
+  console.log([t.name, ...row].join(" | "));
+}
+const mean = (v: string, k: keyof Cell) => {
+  const c = cells.filter((x) => x.variant === v);
+  return c.reduce((a, x) => a + (x[k] as number), 0) / c.length;
+};
+console.log(["mean", ...names.map((v) => `${mean(v, "qoe").toFixed(3)} / ${mean(v, "rebuffer_s").toFixed(2)} / ${mean(v, "switches").toFixed(2)} / ${mean(v, "mean_kbps").toFixed(0)}`)].join(" | "));
+if (values.json) writeFileSync(values.json, `${JSON.stringify({ simulated: true, duration_s, starts, variants, ladder_kbps: ladder.bitrates_kbps, cells }, null, 1)}\n`);
