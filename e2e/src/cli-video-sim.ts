@@ -8,24 +8,28 @@
  * chunk, rebuffering (s), switches and mean bitrate of each variant, then the means; `--json` keeps
  * every cell. A screen for ABR changes before an end-to-end invocation; figures are SIMULATED.
  */
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { parseMahimahiTrace, rotateTrace } from "@nuwa/cc/sim";
 import type { NuwaMpcOptions } from "../../packages/player/src/dash/abr.js";
 import { mpcAbr, simulateVideo, type VideoLadder } from "../../packages/player/src/sim/video.js";
 import { listTraces } from "./bench.js";
 import { parseCli, usageError } from "./cli-args.js";
 import { ensureContent } from "./play.js";
-import { REPO_ROOT } from "./procs.js";
+import { PYTHON, REPO_ROOT } from "./procs.js";
 
-const USAGE = `./nuwa video-sim [--traces a,b] [--starts 0,20000] [--duration 62] [--variants JSON] [--json OUT]
+const USAGE = `./nuwa video-sim [--traces a,b] [--starts 0,20000,40000] [--duration 62] [--variants JSON] [--json OUT] [--optimum]
   the MPC ABR (and variants of its options: '{"name": {...NuwaMpcOptions}}') on every 3G/4G/low-band 5G
-  trace of the end-to-end set from each start offset (ms into the trace), SIMULATED, all in one run`;
+  trace of the end-to-end set from each start offset (ms into the trace), SIMULATED, all in one run;
+  --optimum: each cell's offline optimum too (lab/nuwa_lab/video_sim_optimum.py; about 2 s per cell)`;
 const values = parseCli(USAGE, {
   traces: { type: "string" },
   starts: { type: "string", default: "0,20000,40000" },
   duration: { type: "string", default: "62" },
   variants: { type: "string" },
   json: { type: "string" },
+  optimum: { type: "boolean", default: false },
 });
 const duration_s = Number(values.duration);
 if (!(duration_s >= 10 && duration_s <= 600)) usageError(USAGE, `--duration must be 10..600 s (got ${values.duration})`);
@@ -74,9 +78,10 @@ function loadLadder(dir: string): VideoLadder {
   return { bitrates_kbps: video.map((v) => v.kbps), video_bytes, audio_bytes: audio_id === null ? [] : sizes(audio_id), segment_s: seg_s };
 }
 
-const ladder = loadLadder(await ensureContent(120));
+const content_dir = await ensureContent(120);
+const ladder = loadLadder(content_dir);
 console.log(`ladder ${ladder.bitrates_kbps.join(",")} kbit/s, ${ladder.video_bytes[0]!.length} segments of ${ladder.segment_s} s; ${traces.length} traces × ${starts.length} starts × ${Object.keys(variants).length} variants, ${duration_s} s each (SIMULATED)`);
-type Cell = { trace: string; start_ms: number; variant: string; qoe: number; rebuffer_s: number; switches: number; mean_kbps: number; startup_s: number };
+type Cell = { trace: string; path: string; start_ms: number; variant: string; qoe: number; rebuffer_s: number; switches: number; mean_kbps: number; startup_s: number; played_chunks: number };
 const cells: Cell[] = [];
 const names = Object.keys(variants);
 console.log(["trace", ...names.map((n) => `${n}: QoE / rebuf s / switches / kbit/s`)].join(" | "));
@@ -88,7 +93,7 @@ for (const t of traces) {
     const here: Cell[] = [];
     for (const s of starts) {
       const r = simulateVideo({ trace: rotateTrace(base, s % period), ladder, duration_s, abr: mpcAbr(variants[v]) });
-      here.push({ trace: t.name, start_ms: s, variant: v, qoe: r.qoe, rebuffer_s: r.rebuffer_s, switches: r.switches, mean_kbps: r.mean_kbps, startup_s: r.startup_s });
+      here.push({ trace: t.name, path: t.path, start_ms: s, variant: v, qoe: r.qoe, rebuffer_s: r.rebuffer_s, switches: r.switches, mean_kbps: r.mean_kbps, startup_s: r.startup_s, played_chunks: r.played_chunks });
     }
     cells.push(...here);
     const m = (k: keyof Cell) => here.reduce((a, c) => a + (c[k] as number), 0) / here.length;
@@ -101,4 +106,9 @@ const mean = (v: string, k: keyof Cell) => {
   return c.reduce((a, x) => a + (x[k] as number), 0) / c.length;
 };
 console.log(["mean", ...names.map((v) => `${mean(v, "qoe").toFixed(3)} / ${mean(v, "rebuffer_s").toFixed(2)} / ${mean(v, "switches").toFixed(2)} / ${mean(v, "mean_kbps").toFixed(0)}`)].join(" | "));
-if (values.json) writeFileSync(values.json, `${JSON.stringify({ simulated: true, duration_s, starts, variants, ladder_kbps: ladder.bitrates_kbps, cells }, null, 1)}\n`);
+const json_path = values.json ?? (values.optimum ? `${mkdtempSync(`${tmpdir()}/nuwa-video-sim-`)}/cells.json` : null);
+if (json_path) writeFileSync(json_path, `${JSON.stringify({ simulated: true, duration_s, starts, variants, content_dir, ladder_kbps: ladder.bitrates_kbps, cells }, null, 1)}\n`);
+if (values.optimum && json_path) {
+  console.log("\nagainst the offline optimum (SIMULATED capacity = the trace from each start):");
+  execFileSync(PYTHON, ["-m", "nuwa_lab.video_sim_optimum", "--json", json_path, "--out", json_path], { cwd: `${REPO_ROOT}lab`, stdio: "inherit" });
+}

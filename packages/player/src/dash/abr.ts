@@ -282,6 +282,20 @@ export interface NuwaMpcOptions {
    * planned with nominal bitrate × the measured size ratio.
    */
   segmentBytes?: (media_type: string, rep: RepresentationLike, n: number) => number | null;
+  /*
+   * Variants screened in the video simulator (sim/video.ts, `./nuwa video-sim --variants`; none is
+   * on by default: docs/BENCHMARKS.md "Twenty-eighth session").
+   */
+  /** Cap on the prediction's relative error (robustThroughputKbps `max_error`; default MPC_DEFAULTS.max_error). */
+  max_error?: number;
+  /** Buffer the plan should end its horizon with, s, and its charge (MpcInput `reserve_s`, `reserve_weight`). */
+  reserve_s?: number;
+  reserve_weight?: number;
+  /**
+   * From this buffer level up, s, an up-switch is judged sustainable on the point prediction
+   * (MpcInput `sustain_kbps`) instead of its robust lower bound; undefined: never.
+   */
+  sustain_on_predicted_from_s?: number;
 }
 
 /**
@@ -329,7 +343,7 @@ export function decideMpc(
   const sorted = capped.length > 0 ? capped : all.slice(0, 1);
   const ladder = sorted.map((r) => r.bitrateInKbit!);
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
-  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, peak_kbps);
+  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, peak_kbps, o.max_error);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
   const last = history.samples.at(-1);
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;
@@ -352,6 +366,9 @@ export function decideMpc(
     horizon,
     buffer_cap_s: o.buffer_cap_s ?? MPC_DEFAULTS.buffer_cap_s,
     startup: history.samples.length === 0,
+    sustain_kbps: o.sustain_on_predicted_from_s !== undefined && buffer_s >= o.sustain_on_predicted_from_s && rob.predicted_kbps > rob.kbps ? rob.predicted_kbps : undefined,
+    reserve_s: o.reserve_s,
+    reserve_weight: o.reserve_weight,
   });
   return {
     rep: sorted[plan.rung]!,

@@ -54,12 +54,28 @@ describe("mpcPlan (RobustMPC search)", () => {
         horizon: 1 + Math.floor(rnd() * 4),
         buffer_cap_s: 6 + 20 * rnd(),
         startup: rnd() < 0.2,
+        // the screened variants (abr.ts NuwaMpcOptions): a terminal buffer reserve, sustainability on the point prediction
+        ...(rnd() < 0.3 ? { reserve_s: 15 * rnd(), reserve_weight: rnd() } : {}),
+        ...(rnd() < 0.3 ? { sustain_kbps: 200 + 12000 * rnd() } : {}),
       });
       const got = mpcPlan(i);
       const want = bruteForcePlan(i);
       expect(got.qoe).toBeCloseTo(want.qoe, 9);
       expect(got.rung).toBe(want.rung);
     }
+  });
+
+  it("a terminal reserve charges a plan that ends below it; sustainability may be judged on another throughput", () => {
+    // 3 Mbit/s, buffer 4 s, after 2850: 2850 keeps the buffer about level; 300 builds it.
+    const base = input({ throughput_kbps: 3000, buffer_s: 4, last_rung: 4, horizon: 3 });
+    expect(mpcPlan(base).rung).toBe(4);
+    const reserve = mpcPlan({ ...base, reserve_s: 12, reserve_weight: 1 });
+    expect(reserve.rung).toBeLessThan(4); // building toward 12 s pays for the lower rung
+    expect(reserve.qoe).toBeCloseTo(bruteForcePlan({ ...base, reserve_s: 12, reserve_weight: 1 }).qoe, 9);
+    // 4300 is not sustainable at 3 Mbit/s but is at a 5 Mbit/s point prediction; with 20 s of buffer the plan takes it.
+    const deep = input({ throughput_kbps: 3000, buffer_s: 20, last_rung: 4, horizon: 3, buffer_cap_s: 30 });
+    expect(mpcPlan(deep).rung).toBe(4);
+    expect(mpcPlan({ ...deep, sustain_kbps: 5000 }).rung).toBe(5);
   });
 
   it("charges rebuffering and switches as Pensieve's QoE_lin", () => {

@@ -40,6 +40,12 @@ export interface MpcInput {
   buffer_cap_s: number;
   /** Playback has not started: the first download's time counts as a stall (RobustMPC's start-up term, §4). */
   startup: boolean;
+  /** Throughput the up-switch rule (mpcAllowed) judges a rung sustainable at, kbit/s (default `throughput_kbps`). */
+  sustain_kbps?: number;
+  /** Buffer the plan should end the horizon with, s (0: none, RobustMPC as published); see `reserve_weight`. */
+  reserve_s?: number;
+  /** QoE charged per second the plan ends below `reserve_s` (in units of the rebuffer penalty; default 1). */
+  reserve_weight?: number;
 }
 
 /** The first rung of the best plan, the plan and its QoE (sum over the horizon). */
@@ -72,6 +78,12 @@ function chunkQoe(ladder_kbps: readonly number[], prev: number | null, r: number
   return prev === null ? q : q - Math.abs(ladder_kbps[r]! - ladder_kbps[prev]!) / 1000;
 }
 
+/** The terminal charge of a plan that ends the horizon with `buffer_s` (MpcInput.reserve_s). */
+function reserveCost(i: MpcInput, buffer_s: number): number {
+  const r = i.reserve_s ?? 0;
+  return r > buffer_s ? (i.reserve_weight ?? 1) * MPC_REBUFFER_PENALTY * (r - buffer_s) : 0;
+}
+
 /**
  * Whether a plan may go from `prev` to `r`: down or staying always; up only to a rung whose
  * segment downloads within its own duration at the planned throughput (a sustainable rung).
@@ -80,7 +92,7 @@ function chunkQoe(ladder_kbps: readonly number[], prev: number | null, r: number
  */
 export function mpcAllowed(i: MpcInput, prev: number | null, r: number): boolean {
   if (prev === null || r <= prev) return true;
-  return i.rtt_s + (i.segment_bytes[r]! * 8) / (i.throughput_kbps * 1000) <= i.segment_s;
+  return i.rtt_s + (i.segment_bytes[r]! * 8) / ((i.sustain_kbps ?? i.throughput_kbps) * 1000) <= i.segment_s;
 }
 
 /**
@@ -96,6 +108,7 @@ export function mpcPlan(i: MpcInput): MpcPlan {
   const path: number[] = [];
   const dfs = (depth: number, prev: number | null, buffer_s: number, acc: number) => {
     if (depth === i.horizon) {
+      acc -= reserveCost(i, buffer_s);
       if (acc > best.qoe + 1e-9) best = { rung: path[0]!, plan: [...path], qoe: acc };
       return;
     }
@@ -136,6 +149,7 @@ export function bruteForcePlan(i: MpcInput): MpcPlan {
       b = s.buffer_s;
       prev = r;
     });
+    q -= reserveCost(i, b);
     if (ok && q > best.qoe + 1e-9) best = { rung: plan[0]!, plan, qoe: q };
   }
   return best;
