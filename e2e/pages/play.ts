@@ -34,13 +34,14 @@ let stopping = false;
 const status = document.getElementById("status")!;
 
 /** The ladder's schemes as attachNuwa options (old names: cubic = dashjs, observe = nuwa_cubic). */
-const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate">> = {
+const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "mpc">> = {
   dashjs: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   cubic: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
   dashjs_nuwa_estimate: { mode: "control", abr: "dashjs", estimate: "nuwa" },
   nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
   nuwa_rule: { mode: "control", abr: "nuwa_rule", estimate: "nuwa" },
+  nuwa_robustmpc: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { deep_from_s: Number.POSITIVE_INFINITY } },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };

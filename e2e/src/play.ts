@@ -40,12 +40,16 @@ export const PLAY_ALIASES = { cubic: "dashjs", observe: "nuwa_cubic" } as const;
 export const HLS_SCHEMES = ["hlsjs", "hlsjs_nuwa_estimate", "hlsjs_nuwa"] as const;
 /** Schemes that run a ladder scheme's page over another server controller: scheme → [page scheme, server cc]. */
 export const PLAY_OVER_CC = { dashjs_bbr: ["dashjs", "bbr"], dashjs_pbq: ["dashjs", "pbq"] } as const;
-export type PlayScheme = (typeof PLAY_LADDER)[number] | "nuwa_rule" | keyof typeof PLAY_ALIASES | keyof typeof PLAY_OVER_CC | (typeof HLS_SCHEMES)[number] | (typeof SHAKA_SCHEMES)[number];
+export type PlayScheme = (typeof PLAY_LADDER)[number] | (typeof PLAY_EXTRA)[number] | keyof typeof PLAY_ALIASES | keyof typeof PLAY_OVER_CC | (typeof HLS_SCHEMES)[number] | (typeof SHAKA_SCHEMES)[number];
 /** The players `./nuwa play --player` drives (dash.js the default). */
 export const PLAYERS = ["dashjs", "hlsjs", "shaka"] as const;
 export type PlayPlayer = (typeof PLAYERS)[number];
-/** Outside the ladder: `nuwa_rule`, the earlier Nuwa rule (estimate × safety factor) with grants, for comparison. */
-export const PLAY_EXTRA = ["nuwa_rule"] as const;
+/**
+ * Outside the ladder, for comparison, with grants: `nuwa_rule`, the earlier Nuwa rule (estimate ×
+ * safety factor); `nuwa_robustmpc`, Nuwa's MPC with RobustMPC's error discount at every buffer level
+ * (no deep-buffer cap: attachNuwa `mpc: { deep_from_s: Infinity }`, the default before the twenty-eighth session).
+ */
+export const PLAY_EXTRA = ["nuwa_rule", "nuwa_robustmpc"] as const;
 export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr", "dashjs_pbq"];
 /**
  * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
@@ -54,7 +58,7 @@ export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTR
  */
 export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa"];
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule", "nuwa_robustmpc", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa"];
 /** Each player's schemes and its default one. */
 export const PLAYER_SCHEMES: Record<PlayPlayer, { schemes: readonly PlayScheme[]; default: PlayScheme }> = {
   dashjs: { schemes: PLAY_SCHEMES, default: "nuwa" },

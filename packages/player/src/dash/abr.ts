@@ -283,17 +283,23 @@ export interface NuwaMpcOptions {
    */
   segmentBytes?: (media_type: string, rep: RepresentationLike, n: number) => number | null;
   /*
-   * Variants screened in the video simulator (sim/video.ts, `./nuwa video-sim --variants`; none is
-   * on by default: docs/BENCHMARKS.md "Twenty-eighth session").
+   * Variants screened in the video simulator (sim/video.ts, `./nuwa video-sim --variants`);
+   * docs/BENCHMARKS.md "Twenty-eighth session". Only the deep-buffer error cap is on by default.
    */
   /** Cap on the prediction's relative error (robustThroughputKbps `max_error`; default MPC_DEFAULTS.max_error). */
   max_error?: number;
-  /** Buffer the plan should end its horizon with, s, and its charge (MpcInput `reserve_s`, `reserve_weight`). */
+  /**
+   * From this buffer level up, s, the error cap is `deep_max_error` (defaults MPC_DEFAULTS.deep_buffer_s
+   * and .deep_max_error; `Infinity`: never, RobustMPC's discount at every buffer level).
+   */
+  deep_from_s?: number;
+  deep_max_error?: number;
+  /** Buffer the plan should end its horizon with, s, and its charge (MpcInput `reserve_s`, `reserve_weight`; default none). */
   reserve_s?: number;
   reserve_weight?: number;
   /**
    * From this buffer level up, s, an up-switch is judged sustainable on the point prediction
-   * (MpcInput `sustain_kbps`) instead of its robust lower bound; undefined: never.
+   * (MpcInput `sustain_kbps`) instead of its robust lower bound; undefined (default): never.
    */
   sustain_on_predicted_from_s?: number;
 }
@@ -343,7 +349,10 @@ export function decideMpc(
   const sorted = capped.length > 0 ? capped : all.slice(0, 1);
   const ladder = sorted.map((r) => r.bitrateInKbit!);
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
-  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, peak_kbps, o.max_error);
+  // RobustMPC's error discount, capped lower once the buffer is deep (MPC_DEFAULTS.deep_buffer_s)
+  const deep = buffer_s >= (o.deep_from_s ?? MPC_DEFAULTS.deep_buffer_s);
+  const max_error = deep ? (o.deep_max_error ?? MPC_DEFAULTS.deep_max_error) : (o.max_error ?? MPC_DEFAULTS.max_error);
+  const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, peak_kbps, max_error);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? est_kbps : Number.NaN; // the flow's share and the error are scored on capacity figures only
   const last = history.samples.at(-1);
   const last_rung = last && last.bitrate_kbps > 0 ? ladder.findIndex((k) => Math.abs(k - last.bitrate_kbps) < 1e-6) : -1;

@@ -52,6 +52,13 @@ export interface AttachOptions {
    */
   abandon?: boolean;
   /**
+   * With `abr: "nuwa"`: the MPC's tuning (abr.ts NuwaMpcOptions: `max_error`, the deep-buffer error
+   * cap `deep_from_s`/`deep_max_error`, `reserve_s`/`reserve_weight`, `sustain_on_predicted_from_s`,
+   * `horizon`, `buffer_cap_s`); absent fields keep mpc.ts MPC_DEFAULTS. `{ deep_from_s: Infinity }`
+   * is RobustMPC's discount at every buffer level (the default before the twenty-eighth session).
+   */
+  mpc?: Omit<NuwaMpcOptions, "history" | "segmentBytes">;
+  /**
    * `nuwa`: dash.js's throughput figure is Nuwa's (its ThroughputController is extended); with
    * `abr: "dashjs"` it is what the flow can fetch under our window (abr.ts `achievableKbps`:
    * capacity × the share segment downloads measured), not the link's raw capacity.
@@ -243,7 +250,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
     const buffer_level_s = (t: string) => player.getDashMetrics().getCurrentBufferLevel(t) || 0;
     const on_decision = (decision: AbrDecision) => o.onTelemetry?.({ type: "abr", t_us: now_us(), decision });
     const mpc_options: NuwaMpcOptions | undefined =
-      abr === "nuwa" ? { history, segmentBytes: (t, rep, n) => (rep.id !== undefined && rep.id !== null ? sizes.upcomingBytes(String(rep.id), next_start_s.get(t) ?? 0, n) : null) } : undefined;
+      abr === "nuwa" ? { ...o.mpc, history, segmentBytes: (t, rep, n) => (rep.id !== undefined && rep.id !== null ? sizes.upcomingBytes(String(rep.id), next_start_s.get(t) ?? 0, n) : null) } : undefined;
     const rule = makeNuwaAbrRule(src, (ctx) => SwitchRequest(ctx).create(), buffer_level_s, on_decision, mpc_options);
     // Nuwa's rule decides alone: dash.js's own rules would override it at low buffer
     // (InsufficientBufferRule), undo switches (SwitchHistoryRule) or abandon segments
@@ -255,7 +262,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         // Fast switching replaces buffered segments after an up-switch: it re-downloaded up to
         // half of the bytes in our runs (docs/DESIGN.md §8) and keeps the buffer near empty.
         // The MPC plans with a 30 s buffer target (mpc.ts MPC_DEFAULTS.buffer_cap_s); the older rule keeps dash.js's 12 s.
-        buffer: { fastSwitchEnabled: false, ...(abr === "nuwa" ? { bufferTimeDefault: MPC_DEFAULTS.buffer_cap_s } : {}) },
+        buffer: { fastSwitchEnabled: false, ...(abr === "nuwa" ? { bufferTimeDefault: o.mpc?.buffer_cap_s ?? MPC_DEFAULTS.buffer_cap_s } : {}) },
         // After an abandonment dash.js allows only down-switches for abandonLoadTimeout (10 s); the
         // MPC's own abandonment holds the replacement's rung itself (abr.ts makeNuwaAbandonRule).
         ...(abr === "nuwa" && o.abandon ? { abandonLoadTimeout: 0 } : {}),

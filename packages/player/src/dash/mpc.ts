@@ -213,6 +213,15 @@ export const MPC_DEFAULTS = {
   /** Cap on the estimate's relative error in the lower bound (RobustMPC divides by 1 + error). */
   max_error: 1,
   /**
+   * With at least this much buffer, s, the error cap is `deep_max_error`: a buffer this deep absorbs
+   * a download slower than predicted, so the plan needs less of RobustMPC's margin. Screened in the
+   * video simulator (./nuwa video-sim, 18 traces × 7 start offsets; docs/BENCHMARKS.md, twenty-eighth
+   * session): mean QoE +5% (starts 0/20/40 s) and +2.5% (held-out starts 10/30/50/70 s) at the same
+   * rebuffering and switches; the threshold is where the earlier rule's buffer term reaches 1 (abr.ts abrSafetyFactor).
+   */
+  deep_buffer_s: 8,
+  deep_max_error: 0.25,
+  /**
    * The buffer target, s: attachNuwa sets dash.js's bufferTimeDefault to it for the MPC (dash.js's
    * default is 12 s below the top rung, 30 s at it). A VOD player with a deeper buffer rides out
    * dips on a higher rung: the offline optimum (abr_optimum.py) fills far ahead on the traces.
