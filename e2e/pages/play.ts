@@ -41,7 +41,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   dashjs_nuwa_estimate: { mode: "control", abr: "dashjs", estimate: "nuwa" },
   nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
   nuwa_rule: { mode: "control", abr: "nuwa_rule", estimate: "nuwa" },
-  nuwa_robustmpc: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { deep_from_s: Number.POSITIVE_INFINITY } },
+  nuwa_deepcap: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { deep_from_s: 8 } },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };

@@ -284,13 +284,13 @@ export interface NuwaMpcOptions {
   segmentBytes?: (media_type: string, rep: RepresentationLike, n: number) => number | null;
   /*
    * Variants screened in the video simulator (sim/video.ts, `./nuwa video-sim --variants`);
-   * docs/BENCHMARKS.md "Twenty-eighth session". Only the deep-buffer error cap is on by default.
+   * docs/BENCHMARKS.md "Twenty-eighth session". None is on by default.
    */
   /** Cap on the prediction's relative error (robustThroughputKbps `max_error`; default MPC_DEFAULTS.max_error). */
   max_error?: number;
   /**
-   * From this buffer level up, s, the error cap is `deep_max_error` (defaults MPC_DEFAULTS.deep_buffer_s
-   * and .deep_max_error; `Infinity`: never, RobustMPC's discount at every buffer level).
+   * From this buffer level up, s, the error cap is `deep_max_error` (defaults MPC_DEFAULTS.deep_buffer_s,
+   * Infinity: never, RobustMPC's discount at every buffer level, and .deep_max_error, 0.25).
    */
   deep_from_s?: number;
   deep_max_error?: number;
@@ -349,7 +349,7 @@ export function decideMpc(
   const sorted = capped.length > 0 ? capped : all.slice(0, 1);
   const ladder = sorted.map((r) => r.bitrateInKbit!);
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
-  // RobustMPC's error discount, capped lower once the buffer is deep (MPC_DEFAULTS.deep_buffer_s)
+  // RobustMPC's error discount, capped lower once the buffer is deep (opt-in: MPC_DEFAULTS.deep_buffer_s)
   const deep = buffer_s >= (o.deep_from_s ?? MPC_DEFAULTS.deep_buffer_s);
   const max_error = deep ? (o.deep_max_error ?? MPC_DEFAULTS.deep_max_error) : (o.max_error ?? MPC_DEFAULTS.max_error);
   const rob = robustThroughputKbps(Number.isFinite(est_kbps) ? est_kbps : 0, capacity_basis, history, rtt_s, peak_kbps, max_error);

@@ -54,8 +54,9 @@ export interface AttachOptions {
   /**
    * With `abr: "nuwa"`: the MPC's tuning (abr.ts NuwaMpcOptions: `max_error`, the deep-buffer error
    * cap `deep_from_s`/`deep_max_error`, `reserve_s`/`reserve_weight`, `sustain_on_predicted_from_s`,
-   * `horizon`, `buffer_cap_s`); absent fields keep mpc.ts MPC_DEFAULTS. `{ deep_from_s: Infinity }`
-   * is RobustMPC's discount at every buffer level (the default before the twenty-eighth session).
+   * `horizon`, `buffer_cap_s`); absent fields keep mpc.ts MPC_DEFAULTS (RobustMPC's discount at every
+   * buffer level). `{ deep_from_s: 8 }` caps the error discount at 0.25 from 8 s of buffer (screened
+   * in the video simulator, no difference end to end: docs/BENCHMARKS.md, twenty-eighth session).
    */
   mpc?: Omit<NuwaMpcOptions, "history" | "segmentBytes">;
   /**

@@ -188,7 +188,7 @@ describe("robustThroughputKbps and MpcHistory", () => {
     expect(h.next_predicted_kbps).toBe(20000);
   });
 
-  it("decideMpc caps RobustMPC's error discount at deep_max_error once the buffer is deep (MPC_DEFAULTS.deep_buffer_s)", () => {
+  it("decideMpc caps RobustMPC's error discount at deep_max_error once the buffer is deep (opt-in deep_from_s)", () => {
     const h = new MpcHistory();
     // three segments under a 10 Mbit/s capacity that realized 2, 4 and 8 Mbit/s: share 0.4 (the median), the predictor's error max(1, 0, 0.5) = 1
     for (const kbps of [2000, 4000, 8000]) h.add({ bytes: kbps * 250, duration_s: 2.05, bitrate_kbps: 2850, segment_s: 2, predicted_kbps: 10000 });
@@ -196,13 +196,15 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
     const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
     const at = (buffer_s: number, o: Partial<NuwaMpcOptions> = {}) => decideMpc(src, reps, 10000, "busy_period", buffer_s, h, { ...o, history: () => h });
-    const shallow = at(MPC_DEFAULTS.deep_buffer_s - 0.1);
-    const deep = at(MPC_DEFAULTS.deep_buffer_s);
+    const on = { deep_from_s: 8 };
+    const shallow = at(7.9, on);
+    const deep = at(8, on);
     expect(shallow.budget_kbps).toBeCloseTo(shallow.predicted_kbps / (1 + MPC_DEFAULTS.max_error), 6); // RobustMPC's full margin
     expect(deep.budget_kbps).toBeCloseTo(deep.predicted_kbps / (1 + MPC_DEFAULTS.deep_max_error), 6);
     expect(deep.rep.bitrateInKbit!).toBeGreaterThan(shallow.rep.bitrateInKbit!);
-    // attachNuwa's `mpc: { deep_from_s: Infinity }` (scheme nuwa_robustmpc): the full margin at any buffer
-    expect(at(20, { deep_from_s: Number.POSITIVE_INFINITY }).budget_kbps).toBeCloseTo(shallow.budget_kbps, 6);
+    // the default (MPC_DEFAULTS.deep_buffer_s = Infinity): RobustMPC's full margin at any buffer
+    expect(MPC_DEFAULTS.deep_buffer_s).toBe(Number.POSITIVE_INFINITY);
+    expect(at(20).budget_kbps).toBeCloseTo(shallow.budget_kbps, 6);
   });
 
   it("decideMpc charges every request the queue standing above the target delay (a buffer-filling competitor's), not our own", () => {

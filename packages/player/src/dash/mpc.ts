@@ -213,13 +213,15 @@ export const MPC_DEFAULTS = {
   /** Cap on the estimate's relative error in the lower bound (RobustMPC divides by 1 + error). */
   max_error: 1,
   /**
-   * With at least this much buffer, s, the error cap is `deep_max_error`: a buffer this deep absorbs
-   * a download slower than predicted, so the plan needs less of RobustMPC's margin. Screened in the
-   * video simulator (./nuwa video-sim, 18 traces × 7 start offsets; docs/BENCHMARKS.md, twenty-eighth
-   * session): mean QoE +5% (starts 0/20/40 s) and +2.5% (held-out starts 10/30/50/70 s) at the same
-   * rebuffering and switches; the threshold is where the earlier rule's buffer term reaches 1 (abr.ts abrSafetyFactor).
+   * With at least this much buffer, s, the error cap is `deep_max_error` (a deep buffer absorbs a
+   * download slower than predicted). Off by default (Infinity: RobustMPC's discount at every buffer
+   * level). Screened from 8 s in the video simulator (./nuwa video-sim, 18 traces; docs/BENCHMARKS.md,
+   * twenty-eighth session): mean QoE +5% (starts 0/20/40 s) and +2.5% (held-out starts) at the same
+   * rebuffering, SIMULATED; end to end on the six dev traces (3 runs each) no difference: 2.61
+   * against 2.64, every trace inside the runs' spread, 4G switches 9.3 against 7.9. attachNuwa's
+   * `mpc: { deep_from_s: 8 }` turns it on (scheme `nuwa_deepcap`).
    */
-  deep_buffer_s: 8,
+  deep_buffer_s: Number.POSITIVE_INFINITY,
   deep_max_error: 0.25,
   /**
    * The buffer target, s: attachNuwa sets dash.js's bufferTimeDefault to it for the MPC (dash.js's
