@@ -11,6 +11,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { resolve } from "node:path";
 import { parseMahimahiTrace, rotateTrace } from "@nuwa/cc/sim";
 import type { NuwaMpcOptions } from "../../packages/player/src/dash/abr.js";
 import { mpcAbr, simulateVideo, type VideoLadder } from "../../packages/player/src/sim/video.js";
@@ -106,7 +107,7 @@ const mean = (v: string, k: keyof Cell) => {
   return c.reduce((a, x) => a + (x[k] as number), 0) / c.length;
 };
 console.log(["mean", ...names.map((v) => `${mean(v, "qoe").toFixed(3)} / ${mean(v, "rebuffer_s").toFixed(2)} / ${mean(v, "switches").toFixed(2)} / ${mean(v, "mean_kbps").toFixed(0)}`)].join(" | "));
-const json_path = values.json ?? (values.optimum ? `${mkdtempSync(`${tmpdir()}/nuwa-video-sim-`)}/cells.json` : null);
+const json_path = values.json ? resolve(values.json) : (values.optimum ? `${mkdtempSync(`${tmpdir()}/nuwa-video-sim-`)}/cells.json` : null);
 if (json_path) writeFileSync(json_path, `${JSON.stringify({ simulated: true, duration_s, starts, variants, content_dir, ladder_kbps: ladder.bitrates_kbps, cells }, null, 1)}\n`);
 if (values.optimum && json_path) {
   console.log("\nagainst the offline optimum (SIMULATED capacity = the trace from each start):");
