@@ -7,7 +7,7 @@ const run = (script: string, args: string[]) => spawnSync(TSX, [`${REPO_ROOT}${s
 
 // Every CLI parses its arguments before it starts a server, a browser or a build, so these run no I/O.
 describe("./nuwa subcommands: --help and bad arguments", () => {
-  for (const script of ["e2e/src/cli-bulk.ts", "e2e/src/cli-play.ts", "e2e/src/cli-bench.ts", "e2e/src/cli-pack.ts", "demo/src/cli.ts"]) {
+  for (const script of ["e2e/src/cli-bulk.ts", "e2e/src/cli-play.ts", "e2e/src/cli-bench.ts", "e2e/src/cli-pack.ts", "e2e/src/cli-video-sim.ts", "demo/src/cli.ts"]) {
     it(`${script}: --help prints the usage and exits 0`, () => {
       const r = run(script, ["--help"]);
       expect(r.status).toBe(0);
@@ -35,6 +35,17 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
     const r = run("e2e/src/cli-bulk.ts", ["--duration", "2"]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^error: --duration must be 5\.\.3600 s/);
+  });
+  it("./nuwa video-sim: bad start offsets, variants that are not JSON and an unknown trace are refused before anything runs", () => {
+    for (const [args, msg] of [
+      [["--starts", "0,-5"], /^error: --starts must be non-negative integers/],
+      [["--variants", "{nope"], /^error: --variants is not JSON/],
+      [["--traces", "no-such-trace"], /^error: no trace matches no-such-trace/],
+    ] as const) {
+      const r = run("e2e/src/cli-video-sim.ts", [...args]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(msg);
+    }
   });
   it("./nuwa play --player: an unknown player, or a scheme of another player, is refused before anything starts", () => {
     const bad = run("e2e/src/cli-play.ts", ["--player", "vlc"]);
