@@ -9,7 +9,7 @@
  * every cell. A screen for ABR changes before an end-to-end invocation; figures are SIMULATED.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
 import { parseMahimahiTrace, rotateTrace } from "@nuwa/cc/sim";
@@ -49,38 +49,9 @@ const wanted = values.traces?.split(",").filter(Boolean);
 const traces = wanted ? all.filter((t) => wanted.some((w) => t.name.includes(w))) : all;
 if (traces.length === 0) usageError(USAGE, `no trace matches ${values.traces}`);
 
-/** The generated content's ladder: rungs from the MPD, real sizes from the segment files (as abr_optimum.load_ladder). */
-function loadLadder(dir: string): VideoLadder {
-  const mpd = readFileSync(`${dir}/manifest.mpd`, "utf8");
-  const video: { kbps: number; id: string }[] = [];
-  let audio_id: string | null = null;
-  let seg_s = 2;
-  for (const aset of mpd.split("<AdaptationSet").slice(1)) {
-    const kind = /contentType="(\w+)"/.exec(aset)?.[1];
-    const attr = (tag: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
-    for (const [tag] of aset.matchAll(/<Representation\s[^>]*>/g)) {
-      const id = attr(tag, "id");
-      const bw = Number(attr(tag, "bandwidth"));
-      if (id === undefined || !(bw > 0)) continue;
-      if (kind === "video") video.push({ kbps: bw / 1000, id });
-      else if (kind === "audio" && audio_id === null) audio_id = id;
-    }
-    const tpl = /<SegmentTemplate\s[^>]*>/.exec(aset)?.[0];
-    if (tpl && kind === "video") seg_s = Number(attr(tpl, "duration")) / Number(attr(tpl, "timescale") ?? "1");
-  }
-  video.sort((a, b) => a.kbps - b.kbps);
-  const files = readdirSync(dir);
-  const sizes = (id: string) =>
-    files
-      .filter((f) => f.startsWith(`seg-${id}-`) && f.endsWith(".m4s"))
-      .sort()
-      .map((f) => statSync(`${dir}/${f}`).size);
-  const video_bytes = video.map((v) => sizes(v.id));
-  return { bitrates_kbps: video.map((v) => v.kbps), video_bytes, audio_bytes: audio_id === null ? [] : sizes(audio_id), segment_s: seg_s };
-}
-
 const content_dir = await ensureContent(120);
-const ladder = loadLadder(content_dir);
+// rungs and real segment sizes as the offline optimum reads them (abr_optimum.load_ladder)
+const ladder = JSON.parse(execFileSync(PYTHON, ["-m", "nuwa_lab.video_sim_optimum", "--ladder", content_dir], { cwd: `${REPO_ROOT}lab`, encoding: "utf8" })) as VideoLadder;
 console.log(`ladder ${ladder.bitrates_kbps.join(",")} kbit/s, ${ladder.video_bytes[0]!.length} segments of ${ladder.segment_s} s; ${traces.length} traces × ${starts.length} starts × ${Object.keys(variants).length} variants, ${duration_s} s each (SIMULATED)`);
 type Cell = { trace: string; path: string; start_ms: number; variant: string; qoe: number; rebuffer_s: number; switches: number; mean_kbps: number; startup_s: number; played_chunks: number };
 const cells: Cell[] = [];

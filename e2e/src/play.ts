@@ -47,8 +47,8 @@ export type PlayPlayer = (typeof PLAYERS)[number];
 /**
  * Outside the ladder, for comparison, with grants: `nuwa_rule`, the earlier Nuwa rule (estimate ×
  * safety factor); `nuwa_deepcap`, Nuwa's MPC with the error discount capped at 0.25 from 8 s of buffer
- * (attachNuwa `mpc: { deep_from_s: 8 }`; in the twenty-eighth session's invocation it was `nuwa`, and
- * today's default ran as `nuwa_robustmpc`).
+ * (attachNuwa `mpc: { deep_from_s: 8 }`; in the twenty-eighth session's invocation it ran as `nuwa`,
+ * and the shipped default as `nuwa_robustmpc`).
  */
 export const PLAY_EXTRA = ["nuwa_rule", "nuwa_deepcap"] as const;
 export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr", "dashjs_pbq"];

@@ -18,7 +18,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .abr_optimum import RUN_RESOLUTION_MS, run_optimum
+from .abr_optimum import RUN_RESOLUTION_MS, load_ladder, run_optimum
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,13 +88,26 @@ def table(cells: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def ladder_json(content_dir: Path) -> str:
+    """The content's ladder (``abr_optimum.load_ladder``) as the simulator's VideoLadder JSON."""
+    lad = load_ladder(content_dir)
+    return json.dumps({"bitrates_kbps": lad.bitrates_kbps, "video_bytes": lad.video_bytes,
+                       "audio_bytes": lad.audio_bytes, "segment_s": lad.segment_s})
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m nuwa_lab.video_sim_optimum --json SIM.json [--out OUT.json]``."""
+    """``python -m nuwa_lab.video_sim_optimum --json SIM.json [--out OUT.json]``, or
+    ``--ladder CONTENT_DIR``: print the content's ladder for ``./nuwa video-sim``."""
     p = argparse.ArgumentParser(
         description="offline optimum of each simulated playback (SIMULATED)")
-    p.add_argument("--json", required=True, help="./nuwa video-sim --json output")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--json", help="./nuwa video-sim --json output")
+    g.add_argument("--ladder", help="print this content directory's ladder as JSON")
     p.add_argument("--out", help="write the cells with their optimum here")
     a = p.parse_args(argv)
+    if a.ladder:
+        print(ladder_json(Path(a.ladder)))
+        return
     d = json.loads(Path(a.json).read_text())
     cells = add_optimum(d["cells"], Path(d["content_dir"]))
     print(table(cells))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 from test_abr_optimum import MPD
 
-from nuwa_lab.video_sim_optimum import add_optimum, opportunities_from, table
+from nuwa_lab.video_sim_optimum import add_optimum, ladder_json, opportunities_from, table
 
 pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
@@ -39,6 +40,10 @@ def test_add_optimum_and_table(tmp_path) -> None:  # type: ignore[no-untyped-def
 
     cells = [cell(s, v, q, 5) for s in (0, 400) for v, q in (("a", 0.75), ("b", 0.3))]
     cells.append(cell(0, "c", float("nan"), 0))
+    # the simulator reads the same ladder (video-sim takes it from ladder_json)
+    lad = json.loads(ladder_json(content))
+    assert lad["bitrates_kbps"] == [300.0, 750.0] and lad["segment_s"] == 2.0
+    assert lad["video_bytes"][1][0] == 187_500 and len(lad["audio_bytes"]) == 11
     add_optimum(cells, content)
     # the top rung all along fits a 12 Mbit/s link: the optimum is its bitrate, whatever the offset
     assert all(c["optimum"] == pytest.approx(0.75) for c in cells[:4])

@@ -25,7 +25,7 @@ export function abrSafetyFactor(buffer_s: number, basis: string): number {
 }
 
 /** Estimate in kbit/s (NaN before any data: dash.js then uses its start bitrate) with its basis. */
-function estimateWithBasis(src: EstimateSource): { kbps: number; basis: string } {
+export function estimateWithBasis(src: EstimateSource): { kbps: number; basis: string } {
   const c = src.controller();
   if (!c) return { kbps: Number.NaN, basis: "none" };
   const e = c.estimate(src.now_us());

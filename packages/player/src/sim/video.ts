@@ -27,7 +27,7 @@
  */
 import { FRAME_HEADER_BYTES, type NuwaConfig } from "@nuwa/cc";
 import { Engine } from "@nuwa/cc/sim";
-import { decideMpc, type EstimateSource, type NuwaMpcOptions, type RepresentationLike } from "../dash/abr.js";
+import { decideMpc, type EstimateSource, estimateWithBasis, type NuwaMpcOptions, type RepresentationLike } from "../dash/abr.js";
 import { MPC_DEFAULTS, MPC_REBUFFER_PENALTY, MpcHistory } from "../dash/mpc.js";
 
 /** The content: rungs and real segment sizes (abr_optimum.py `Ladder`). */
@@ -107,11 +107,9 @@ export interface VideoSimResult {
 /** The shipped MPC (dash/abr.ts decideMpc) as a simulator ABR; `o` as attachNuwa's NuwaMpcOptions, minus the history. */
 export function mpcAbr(o: Omit<NuwaMpcOptions, "history"> = {}): VideoAbr {
   return (c) => {
-    const ctl = c.src.controller();
-    const e = ctl?.estimate(c.src.now_us());
-    const est_kbps = e && e.bps > 0 ? e.bps / 1000 : Number.NaN;
-    if (!Number.isFinite(est_kbps)) return 0; // makeNuwaAbrRule returns no choice: dash.js's start bitrate (the lowest rung here)
-    const m = decideMpc(c.src, c.reps, est_kbps, e!.basis, c.buffer_s, c.history, { ...o, history: () => c.history });
+    const { kbps, basis } = estimateWithBasis(c.src); // as makeNuwaAbrRule: one estimate per decision
+    if (!Number.isFinite(kbps)) return 0; // makeNuwaAbrRule returns no choice: dash.js's start bitrate (the lowest rung here)
+    const m = decideMpc(c.src, c.reps, kbps, basis, c.buffer_s, c.history, { ...o, history: () => c.history });
     return c.reps.indexOf(m.rep);
   };
 }
@@ -137,9 +135,8 @@ export function simulateVideo(o: VideoSimOptions): VideoSimResult {
   // The request in flight: frames the server has been given, cumulative, and where this response ends.
   let given_frames = 0;
   const arrivals: { at_ms: number; frames: number }[] = []; // requests on their way to the server
-  type Open = { index: number; rung: number; bytes: number; request_ms: number; end_frame: number; first_read: boolean };
+  type Open = { index: number; rung: number; bytes: number; request_ms: number; start_frame: number; end_frame: number; first_read: boolean };
   const state: { open: Open | null } = { open: null }; // a holder: the engine's callbacks read it
-  let read_frames = 0;
   const eng = new Engine({ trace: o.trace, one_way_delay_ms: owd, queue_packets: o.queue_packets }, [
     {
       policy: "grants",
@@ -157,9 +154,9 @@ export function simulateVideo(o: VideoSimOptions): VideoSimResult {
   let requested_frames = 0;
   const request = (t: number, bytes: number, index: number, rung: number) => {
     const frames = Math.ceil(bytes / payload) + 1; // + the HEAD frame
-    requested_frames += frames;
     arrivals.push({ at_ms: t + owd, frames });
-    state.open = { index, rung, bytes, request_ms: t, end_frame: requested_frames, first_read: false };
+    state.open = { index, rung, bytes, request_ms: t, start_frame: requested_frames, end_frame: requested_frames + frames, first_read: false };
+    requested_frames += frames;
   };
 
   const chunks: VideoChunk[] = [];
@@ -174,9 +171,9 @@ export function simulateVideo(o: VideoSimOptions): VideoSimResult {
   request(0, o.preroll_bytes ?? 8000, -1, -1);
   for (let t = 0; t < end_ms; t++) {
     eng.tick(); // ms t: sends, the bottleneck, reads (the controller ticks inside)
-    read_frames = Math.floor(eng.flows[0]!.read_bytes / frame_bytes);
+    const read_frames = Math.floor(eng.flows[0]!.read_bytes / frame_bytes);
     const cur = state.open;
-    if (cur && !cur.first_read && read_frames > cur.end_frame - Math.ceil(cur.bytes / payload) - 1) {
+    if (cur && !cur.first_read && read_frames > cur.start_frame) {
       cur.first_read = true;
       ctl.onRttSample((t + 1 - cur.request_ms) * 1000); // session.ts: the HEAD frame's arrival
     }
@@ -187,10 +184,8 @@ export function simulateVideo(o: VideoSimOptions): VideoSimResult {
         history.add({ bytes: video, duration_s: (t + 1 - cur.request_ms) / 1000, bitrate_kbps: L.bitrates_kbps[cur.rung]!, segment_s: L.segment_s, predicted_kbps: history.next_predicted_kbps });
         chunks.push({ index: cur.index, rung: cur.rung, kbps: L.bitrates_kbps[cur.rung]!, bytes: cur.bytes, request_ms: cur.request_ms, complete_ms: t + 1 });
         buffer_s += L.segment_s;
-        if (!playing && Number.isNaN(startup_ms)) {
-          startup_ms = t + 1;
-          playing = true;
-        } else if (!playing) playing = true; // a stall ends when the next segment is in
+        if (Number.isNaN(startup_ms)) startup_ms = t + 1;
+        playing = true; // playback starts, or a stall ends, when a segment is in
       }
     }
     // Playback of ms t.
