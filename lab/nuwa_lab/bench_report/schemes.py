@@ -20,7 +20,7 @@ LADDER_STEPS = (
 NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic", "nuwa_deepcap",
                                    "nuwa_robustmpc"})
 """Video schemes whose ABR decides on Nuwa's estimate (the others on dash.js's own);
-``nuwa_robustmpc`` is the twenty-eighth session's name of the shipped MPC (its report regenerates)."""
+``nuwa_robustmpc``: the twenty-eighth session's name of the shipped MPC (its report regenerates)."""
 BULK_SCHEME_ORDER = ("nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_bbr", "oracle",
                      "cubic", "reno", "bbr", "pbq", "dashjs", "dashjs_nuwa_estimate", "observe")
 """Order of the bulk schemes in tables and plots."""
