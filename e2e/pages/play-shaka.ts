@@ -18,11 +18,13 @@ import { watchRendered } from "./rendered.js";
 type Shaka = typeof shakaModule.default.default;
 const shaka = ((shakaModule as unknown as { default?: Shaka }).default ?? shakaModule) as Shaka; // CommonJS: the namespace is module.exports
 
-/** The ladder's shaka schemes as attachNuwaShaka options. */
-const SCHEMES: Record<string, Pick<ShakaAttachOptions, "mode" | "estimate">> = {
+/** The ladder's shaka schemes as attachNuwaShaka options (and shaka settings of a scheme outside it). */
+const SCHEMES: Record<string, Pick<ShakaAttachOptions, "mode" | "estimate"> & { prefetch?: number }> = {
   shaka: { mode: "observe", estimate: "shaka" },
   shaka_grants: { mode: "control", estimate: "shaka" },
   shaka_nuwa: { mode: "control", estimate: "nuwa" },
+  // two segments of each stream fetched ahead in parallel (shaka's streaming.segmentPrefetchLimit; 0 by default)
+  shaka_nuwa_prefetch: { mode: "control", estimate: "nuwa", prefetch: 2 },
 };
 
 const q = new URLSearchParams(location.search);
@@ -50,11 +52,13 @@ async function main(): Promise<void> {
   await player.attach(video);
   const cmcd = q.get("cmcd");
   if (cmcd === "query" || cmcd === "header") player.configure({ cmcd: { enabled: true, sessionId: "nuwa-e2e", contentId: "nuwa", useHeaders: cmcd === "header" } });
+  const { prefetch, ...attach } = SCHEMES[scheme]!;
+  if (prefetch !== undefined) player.configure({ streaming: { segmentPrefetchLimit: prefetch } });
   const nuwa = attachNuwaShaka(player, shaka as unknown as ShakaLike, {
     url: q.get("url")!,
     serverCertificateHashHex: q.get("hash") ?? undefined,
     cc: JSON.parse(q.get("cc") ?? "{}"),
-    ...SCHEMES[scheme],
+    ...attach,
     onTelemetry: (e) => {
       if (e.type !== "frame") return;
       log.frames.send_us.push(e.send_time_us);

@@ -53,7 +53,7 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
     expect(bad.stderr).toMatch(/^error: --player must be one of dashjs, hlsjs, shaka \(got vlc\)/);
     const mixed = run("e2e/src/cli-play.ts", ["--player", "shaka", "--scheme", "nuwa"]);
     expect(mixed.status).toBe(2);
-    expect(mixed.stderr).toMatch(/^error: --scheme must be one of shaka, shaka_grants, shaka_nuwa for --player shaka \(got nuwa\)/);
+    expect(mixed.stderr).toMatch(/^error: --scheme must be one of shaka, shaka_grants, shaka_nuwa, shaka_nuwa_prefetch for --player shaka \(got nuwa\)/);
     expect(run("e2e/src/cli-play.ts", ["--help"]).stdout).toContain("--player shaka");
   });
 

@@ -28,6 +28,8 @@ const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trac
                           replaced) over the server's cubic
     shaka_grants          the same shaka over Nuwa's grants
     shaka_nuwa            shaka's ABR on Nuwa's estimate, grants (default for shaka)
+    shaka_nuwa_prefetch   shaka_nuwa with streaming.segmentPrefetchLimit 2 (two segments of each
+                          stream fetched ahead in parallel)
   --competitor SCHEME: a bulk download over a second server with that controller through the
   same bottleneck, from --competitor-start-s after the page loads to the end (issue 18: the
   video next to a download); the summary adds each flow's goodput, the video's share and the

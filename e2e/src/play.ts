@@ -55,11 +55,13 @@ export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTR
 /**
  * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
  * estimate, only the networking replaced by the Nuwa scheme plugin, over the server's cubic),
- * `shaka_grants` (the same over Nuwa's grants), `shaka_nuwa` (shaka's ABR on Nuwa's estimate, grants).
+ * `shaka_grants` (the same over Nuwa's grants), `shaka_nuwa` (shaka's ABR on Nuwa's estimate, grants),
+ * `shaka_nuwa_prefetch` (shaka_nuwa with `streaming.segmentPrefetchLimit: 2`: more of our bytes in flight next
+ * to a buffer-filling download; docs/BENCHMARKS.md, twenty-ninth session).
  */
-export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa"] as const;
+export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule", "nuwa_deepcap", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa"];
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "nuwa", "nuwa_rule", "nuwa_deepcap", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
 /** Each player's schemes and its default one. */
 export const PLAYER_SCHEMES: Record<PlayPlayer, { schemes: readonly PlayScheme[]; default: PlayScheme }> = {
   dashjs: { schemes: PLAY_SCHEMES, default: "nuwa" },
