@@ -1,12 +1,13 @@
 """The twenty-ninth session's A/B next to a Cubic download (docs/BENCHMARKS.md): one row per run, a mean per arm.
 Run: .venv/bin/python docs/bench/s29/table.py"""
-import glob
 import json
-import os
 import statistics
+from pathlib import Path
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(HERE, "runs", "*.json")))]
+HERE = Path(__file__).resolve().parent
+runs = [json.loads(f.read_text()) for f in sorted((HERE / "runs").glob("*.json"))]
+# the shipped MPC first, then each change in the order its runs sort
+arms = sorted({r["arm"] for r in runs}, key=lambda a: (a != "shipped", a))
 print("| run | arm | rebuffering s (stalls) | QoE per chunk | mean kbit/s | switches | video share | MPC decisions with the error at its cap |")
 print("|---|---|---|---|---|---|---|---|")
 for r in runs:
@@ -16,7 +17,7 @@ print()
 print("| trace | arm | runs | rebuffering s, mean (range) | QoE per chunk, mean (range) | video share, mean |")
 print("|---|---|---|---|---|---|")
 for trace in sorted({r["trace"] for r in runs}):
-    for arm in ("shipped", "queue reserve (queue-reserve.patch)", "wait out of the rate (wait-out-of-rate.patch)"):
+    for arm in arms:
         rs = [r for r in runs if r["trace"] == trace and r["arm"] == arm]
         if not rs:
             continue
