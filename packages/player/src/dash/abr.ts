@@ -9,7 +9,7 @@
  *    and returns the decision with its reason.
  */
 import type { NuwaController } from "@nuwa/cc";
-import { MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcPlan, robustThroughputKbps } from "./mpc.js";
+import { MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcHysteresis, robustThroughputKbps } from "./mpc.js";
 
 /** A source of the current estimate in kbit/s (dash.js's unit) and the latency in ms. */
 export interface EstimateSource {
@@ -302,6 +302,9 @@ export interface NuwaMpcOptions {
    * (MpcInput `sustain_kbps`) instead of its robust lower bound; undefined (default): never.
    */
   sustain_on_predicted_from_s?: number;
+  /** Switch hysteresis (mpc.ts mpcHysteresis; defaults MPC_DEFAULTS.down_switch_margin, .up_hold_segments). */
+  down_switch_margin?: number;
+  up_hold_segments?: number;
 }
 
 /**
@@ -364,7 +367,9 @@ export function decideMpc(
   const n_real = real.filter((b) => b !== null).length;
   const wait_s = standingWaitS(src);
   if (!(rob.kbps > 0)) return { rep: sorted[0]!, budget_kbps: 0, why: "mpc: no throughput figure yet: lowest rung", predicted_kbps: rob.predicted_kbps };
-  const plan = mpcPlan({
+  const recent_kbps = history.samples.map((s) => s.bitrate_kbps);
+  const hysteresis = { down_switch_margin: o.down_switch_margin ?? MPC_DEFAULTS.down_switch_margin, up_hold_segments: o.up_hold_segments ?? MPC_DEFAULTS.up_hold_segments };
+  const plan = mpcHysteresis({
     ladder_kbps: ladder,
     last_rung: last_rung >= 0 ? last_rung : null,
     buffer_s,
@@ -378,7 +383,7 @@ export function decideMpc(
     sustain_kbps: o.sustain_on_predicted_from_s !== undefined && buffer_s >= o.sustain_on_predicted_from_s && rob.predicted_kbps > rob.kbps ? rob.predicted_kbps : undefined,
     reserve_s: o.reserve_s,
     reserve_weight: o.reserve_weight,
-  });
+  }, recent_kbps, hysteresis);
   return {
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,

@@ -46,6 +46,8 @@ export interface MpcInput {
   reserve_s?: number;
   /** QoE charged per second the plan ends below `reserve_s` (in units of the rebuffer penalty; default 1). */
   reserve_weight?: number;
+  /** Force the plan's first step to this rung (default: searched); `mpcHysteresis`'s hold arm. */
+  first_rung?: number;
 }
 
 /** The first rung of the best plan, the plan and its QoE (sum over the horizon). */
@@ -114,6 +116,7 @@ export function mpcPlan(i: MpcInput): MpcPlan {
     }
     if (acc + (i.horizon - depth) * top <= best.qoe + 1e-9) return;
     for (let r = 0; r < n; r++) {
+      if (depth === 0 && i.first_rung !== undefined && r !== i.first_rung) continue;
       if (!mpcAllowed(i, prev, r)) continue;
       const s = mpcStep(i, prev, r, buffer_s, depth === 0);
       path.push(r);
@@ -123,6 +126,48 @@ export function mpcPlan(i: MpcInput): MpcPlan {
   };
   dfs(0, i.last_rung, i.buffer_s, 0);
   return best;
+}
+
+/** Switch hysteresis of the MPC (MPC_DEFAULTS `down_switch_margin`, `up_hold_segments`). */
+export interface MpcHysteresis {
+  /**
+   * A down-switch is taken only when the best plan beats the best plan that holds the last rung
+   * for one more segment by more than this × the switch's own |Δ bitrate| (Mbit/s, QoE units).
+   */
+  down_switch_margin: number;
+  /** No up-switch until the last rung has been held this many segments (1: none). */
+  up_hold_segments: number;
+}
+
+/**
+ * The MPC's decision with switch hysteresis (our addition to RobustMPC, Yin et al., SIGCOMM
+ * 2015, which re-plans every segment on a noisy prediction and so switches on its noise):
+ * - down: the plan that holds the last rung for one more segment (`first_rung`) is kept unless
+ *   the best plan is better by more than `down_switch_margin` × |Δ bitrate|. Holding gains Δ of
+ *   bitrate on that segment, so a down-switch needs a predicted stall worth about (1 + margin) × Δ
+ *   under a throughput that is already RobustMPC's lower bound;
+ * - up: held until the last rung has played `up_hold_segments` segments in a row, so a ramp
+ *   goes up in fewer, larger steps and a down-switch is not undone on the next estimate.
+ * `recent_kbps`: nominal bitrates of the last segments fetched, oldest first (the last is
+ * `i.last_rung`'s). Returns mpcPlan's result when no hysteresis applies.
+ * @throws RangeError on bad input (validate), a negative margin or a hold below 1 or not an integer
+ */
+export function mpcHysteresis(i: MpcInput, recent_kbps: readonly number[], h: MpcHysteresis): MpcPlan {
+  if (!(h.down_switch_margin >= 0)) throw new RangeError(`mpcHysteresis: down_switch_margin must be >= 0, got ${h.down_switch_margin}`);
+  if (!(Number.isInteger(h.up_hold_segments) && h.up_hold_segments >= 1)) throw new RangeError(`mpcHysteresis: up_hold_segments must be an integer >= 1, got ${h.up_hold_segments}`);
+  const best = mpcPlan(i);
+  const last = i.last_rung;
+  if (last === null || best.rung === last) return best;
+  const hold = () => mpcPlan({ ...i, first_rung: last });
+  if (best.rung > last) {
+    let run = 0; // segments in a row at the last rung, newest first
+    for (let j = recent_kbps.length - 1; j >= 0 && Math.abs(recent_kbps[j]! - i.ladder_kbps[last]!) < 1e-6; j--) run++;
+    return run >= Math.min(h.up_hold_segments, recent_kbps.length) ? best : hold();
+  }
+  if (h.down_switch_margin === 0) return best;
+  const delta_mbps = (i.ladder_kbps[last]! - i.ladder_kbps[best.rung]!) / 1000;
+  const kept = hold();
+  return best.qoe - kept.qoe > h.down_switch_margin * delta_mbps + 1e-9 ? best : kept;
 }
 
 /** Every plan enumerated (ladder^horizon): the check of mpcPlan. Ties go to the lower plan (lexicographic). */
@@ -238,6 +283,9 @@ export const MPC_DEFAULTS = {
   flow_share_prior: 0.6,
   /** Relative error assumed until two segments have scored the predictor. */
   error_prior: 0.25,
+  /** Switch hysteresis (mpcHysteresis); 0 and 1: off, RobustMPC's decision. */
+  down_switch_margin: 0,
+  up_hold_segments: 1,
 } as const;
 
 /**
