@@ -42,7 +42,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
   nuwa_rule: { mode: "control", abr: "nuwa_rule", estimate: "nuwa" },
   nuwa_deepcap: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { deep_from_s: 8 } },
-  nuwa_hyst: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { down_switch_margin: 1, up_hold_segments: 2 } },
+  nuwa_nohyst: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { down_switch_margin: 0, up_hold_segments: 1 } },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };

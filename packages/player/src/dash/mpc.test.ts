@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, type NuwaMpcOptions, recentRateKbps, standingWaitS } from "./abr.js";
-import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
+import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
 const bytesOf = (ladder: readonly number[], seg_s = 2, ratio = 1) => ladder.map((k) => (k * 1000 * seg_s * ratio) / 8);
@@ -58,6 +58,7 @@ describe("mpcPlan (RobustMPC search)", () => {
         ...(rnd() < 0.3 ? { reserve_s: 15 * rnd(), reserve_weight: rnd() } : {}),
         ...(rnd() < 0.3 ? { sustain_kbps: 200 + 12000 * rnd() } : {}),
       });
+      if (i.last_rung !== null && rnd() < 0.3) i.first_rung = i.last_rung; // mpcHysteresis's hold arm
       const got = mpcPlan(i);
       const want = bruteForcePlan(i);
       expect(got.qoe).toBeCloseTo(want.qoe, 9);
@@ -104,6 +105,97 @@ describe("mpcPlan (RobustMPC search)", () => {
     expect(tail[0]).toBe(4300);
     // start-up: the sustainable rung within the first three segments
     expect(chosen.slice(0, 3)).toContain(4300);
+  });
+});
+
+describe("mpcHysteresis (switch hysteresis over RobustMPC)", () => {
+  const OFF = { down_switch_margin: 0, up_hold_segments: 1 };
+  const ON = { down_switch_margin: 1, up_hold_segments: 2 };
+
+  it("off (margin 0, hold 1) is RobustMPC's decision; the defaults are on", () => {
+    expect({ down_switch_margin: MPC_DEFAULTS.down_switch_margin, up_hold_segments: MPC_DEFAULTS.up_hold_segments }).toEqual(ON);
+    for (const tput of [400, 1500, 2700, 3100, 5200, 9000])
+      for (const buffer_s of [0.5, 3, 8, 20])
+        for (const last_rung of [null, 0, 3, 5, 7]) {
+          const i = input({ throughput_kbps: tput, buffer_s, last_rung, horizon: 5, buffer_cap_s: 30 });
+          expect(mpcHysteresis(i, last_rung === null ? [] : [LADDER[last_rung]!], OFF)).toEqual(mpcPlan(i));
+        }
+  });
+
+  it("a down-switch is taken only when it beats holding the last rung one more segment by margin × |Δ bitrate|", () => {
+    let held = 0;
+    let taken = 0;
+    for (let tput = 1500; tput <= 4500; tput += 50)
+      for (const buffer_s of [1, 2, 4, 6, 10]) {
+        const i = input({ throughput_kbps: tput, buffer_s, last_rung: 5, horizon: 5, buffer_cap_s: 30 });
+        const best = mpcPlan(i);
+        if (best.rung >= 5) continue;
+        const hold = mpcPlan({ ...i, first_rung: 5 });
+        expect(hold.plan[0]).toBe(5);
+        expect(hold.qoe).toBeCloseTo(bruteForcePlan({ ...i, first_rung: 5 }).qoe, 9);
+        const gain = best.qoe - hold.qoe;
+        const got = mpcHysteresis(i, [4300, 4300], ON);
+        if (gain > ((LADDER[5]! - LADDER[best.rung]!) / 1000) * ON.down_switch_margin) {
+          expect(got).toEqual(best);
+          taken++;
+        } else {
+          expect(got).toEqual(hold);
+          held++;
+        }
+      }
+    expect(held).toBeGreaterThan(0); // both branches occur in this scan
+    expect(taken).toBeGreaterThan(0);
+    // a link gone near dark under 4300 kbit/s with 2 s of buffer: the stall dwarfs the margin; down it goes
+    expect(mpcHysteresis(input({ throughput_kbps: 500, buffer_s: 2, last_rung: 5, horizon: 5 }), [4300, 4300], ON).rung).toBe(0);
+  });
+
+  it("an up-switch waits until the last rung has been held up_hold_segments in a row", () => {
+    const i = input({ throughput_kbps: 9000, buffer_s: 12, last_rung: 4, horizon: 5, buffer_cap_s: 30 });
+    expect(mpcPlan(i).rung).toBeGreaterThan(4);
+    expect(mpcHysteresis(i, [1200, 2850], ON).rung).toBe(4); // just switched to 2850
+    expect(mpcHysteresis(i, [2850, 1200, 2850], ON).rung).toBe(4); // held once, not in a row
+    expect(mpcHysteresis(i, [1200, 2850, 2850], ON)).toEqual(mpcPlan(i));
+    expect(mpcHysteresis(i, [2850], ON)).toEqual(mpcPlan(i)); // a history shorter than the hold: as long as it is
+  });
+
+  it("switches less, closed loop on recorded estimate sequences of real runs, at no loss of QoE", () => {
+    // Each decision plans on RobustMPC's bound of the estimate recorded at it (÷ 1.25, the error
+    // prior) and its segment then gets the estimate recorded at the next decision (what the link
+    // did meanwhile); the buffer evolves by the model. QoE: Pensieve's QoE_lin per chunk.
+    const run = (h: typeof ON) => {
+      const t = { switches: 0, qoe: 0, chunks: 0 };
+      for (const rec of RECORDED.runs) {
+        let last: number | null = null;
+        let buffer = 0;
+        const recent: number[] = [];
+        const d = rec.decisions.filter((x) => x.estimate_kbps > 0);
+        for (let k = 0; k + 1 < d.length; k++) {
+          const i = input({ throughput_kbps: d[k]!.estimate_kbps / 1.25, buffer_s: buffer, last_rung: last, horizon: 5, startup: last === null, buffer_cap_s: 30 });
+          const r = mpcHysteresis(i, recent.slice(-5), h).rung;
+          const step = mpcStep({ ...i, throughput_kbps: d[k + 1]!.estimate_kbps }, last, r, buffer, k === 0);
+          t.qoe += step.qoe;
+          t.chunks++;
+          buffer = step.buffer_s;
+          if (last !== null && r !== last) t.switches++;
+          last = r;
+          recent.push(LADDER[r]!);
+        }
+      }
+      return { switches: t.switches, qoe: t.qoe / t.chunks };
+    };
+    const off = run(OFF);
+    const on = run(ON);
+    expect(off.switches).toBeGreaterThan(4); // the recorded estimates do make RobustMPC switch
+    expect(on.switches).toBeLessThan(off.switches);
+    expect(on.qoe).toBeGreaterThanOrEqual(off.qoe);
+  });
+
+  it("rejects a negative margin and a hold that is not an integer >= 1", () => {
+    const i = input({ last_rung: 3 });
+    expect(() => mpcHysteresis(i, [1850], { down_switch_margin: -1, up_hold_segments: 2 })).toThrow(RangeError);
+    expect(() => mpcHysteresis(i, [1850], { down_switch_margin: 1, up_hold_segments: 0 })).toThrow(RangeError);
+    expect(() => mpcHysteresis(i, [1850], { down_switch_margin: 1, up_hold_segments: 1.5 })).toThrow(RangeError);
+    expect(() => mpcHysteresis(i, [1850], { down_switch_margin: Number.NaN, up_hold_segments: 2 })).toThrow(RangeError);
   });
 });
 
@@ -196,7 +288,7 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
     const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
     const at = (buffer_s: number, o: Partial<NuwaMpcOptions> = {}) => decideMpc(src, reps, 10000, "busy_period", buffer_s, h, { ...o, history: () => h });
-    const on = { deep_from_s: 8 };
+    const on = { deep_from_s: 8, down_switch_margin: 0 }; // one factor: the switch hysteresis off (its down margin keeps 2850 at 7.9 s)
     const shallow = at(7.9, on);
     const deep = at(8, on);
     expect(shallow.budget_kbps).toBeCloseTo(shallow.predicted_kbps / (1 + MPC_DEFAULTS.max_error), 6); // RobustMPC's full margin
@@ -382,6 +474,10 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBe(300); // below every rung: the lowest
     h.add({ bytes: 75_000, duration_s: 0.2, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN }); // the replacement arrived
     expect(h.cap_kbps).toBe(Number.POSITIVE_INFINITY);
+    // the cap is lifted; the up-switch hold (MPC_DEFAULTS.up_hold_segments 2) keeps 300 one more segment
+    expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBe(300);
+    expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h, up_hold_segments: 1 }).rep.bitrateInKbit).toBeGreaterThan(300);
+    h.add({ bytes: 75_000, duration_s: 0.2, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
     expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBeGreaterThan(300);
   });
 

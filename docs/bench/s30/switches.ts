@@ -1,10 +1,17 @@
+/**
+ * Thirtieth session: what the MPC's switches are, SIMULATED (the video simulator of `./nuwa video-sim`,
+ * 18 traces × starts 0/20/40 s, 62 s each). Per run: up-switches, down-switches, and reversals (a
+ * switch whose previous switch, at most 3 segments earlier, went the other way).
+ *   node_modules/.bin/tsx docs/bench/s30/switches.ts '{"shipped":{},"hyst":{"down_switch_margin":1,"up_hold_segments":2}}'
+ * SHOW=<trace substring> also prints each run's rung sequence (rung index per segment).
+ */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseMahimahiTrace, rotateTrace } from "@nuwa/cc/sim";
-import { mpcAbr, simulateVideo, type VideoLadder } from "../../packages/player/src/sim/video.js";
-import { listTraces } from "../../e2e/src/bench.js";
-import { ensureContent } from "../../e2e/src/play.js";
-import { PYTHON, REPO_ROOT } from "../../e2e/src/procs.js";
+import { mpcAbr, simulateVideo, type VideoLadder } from "../../../packages/player/src/sim/video.js";
+import { listTraces } from "../../../e2e/src/bench.js";
+import { ensureContent } from "../../../e2e/src/play.js";
+import { PYTHON, REPO_ROOT } from "../../../e2e/src/procs.js";
 const variants = JSON.parse(process.argv[2] ?? '{"shipped":{}}');
 const content_dir = await ensureContent(120);
 const ladder = JSON.parse(execFileSync(PYTHON, ["-m", "nuwa_lab.video_sim_optimum", "--ladder", content_dir], { cwd: `${REPO_ROOT}lab`, encoding: "utf8" })) as VideoLadder;
