@@ -288,7 +288,7 @@ export const MPC_DEFAULTS = {
    * video simulator (18 traces; docs/BENCHMARKS.md, thirtieth session): switches 6.02 → 4.33 a run
    * (held-out starts 5.39 → 4.25) at QoE +4.8 % (+2.0 %), SIMULATED. End to end on the six dev
    * traces (2 runs each, same invocation as dash.js): switches 3G 8.0 → 6.0 and 4G 9.0 → 5.8
-   * (dash.js 8.0 and 6.8), mean QoE 2.63 → 2.73; AT&T LTE rebuffered 8.3 s a run against 5.1 s.
+   * (dash.js 8.0 and 6.8), mean QoE 2.62 → 2.73; AT&T LTE rebuffered 8.3 s a run against 5.1 s.
    * Scheme `nuwa_nohyst` runs the MPC without it.
    */
   down_switch_margin: 1,
