@@ -388,7 +388,7 @@ export function decideMpc(
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,
     predicted_kbps: rob.predicted_kbps,
-    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}${wait_s > 0 ? `, each request waits ${wait_s.toFixed(2)} s behind the queue` : ""}`,
+    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}${plan.held ? ` (kept by the switch hysteresis: ${plan.held === "up_hold" ? "up-switch hold" : "down-switch margin"})` : ""}${wait_s > 0 ? `, each request waits ${wait_s.toFixed(2)} s behind the queue` : ""}`,
   };
 }
 

@@ -139,7 +139,7 @@ describe("mpcHysteresis (switch hysteresis over RobustMPC)", () => {
           expect(got).toEqual(best);
           taken++;
         } else {
-          expect(got).toEqual(hold);
+          expect(got).toEqual({ ...hold, held: "down_margin" });
           held++;
         }
       }
@@ -152,7 +152,7 @@ describe("mpcHysteresis (switch hysteresis over RobustMPC)", () => {
   it("an up-switch waits until the last rung has been held up_hold_segments in a row", () => {
     const i = input({ throughput_kbps: 9000, buffer_s: 12, last_rung: 4, horizon: 5, buffer_cap_s: 30 });
     expect(mpcPlan(i).rung).toBeGreaterThan(4);
-    expect(mpcHysteresis(i, [1200, 2850], ON).rung).toBe(4); // just switched to 2850
+    expect(mpcHysteresis(i, [1200, 2850], ON)).toMatchObject({ rung: 4, held: "up_hold" }); // just switched to 2850
     expect(mpcHysteresis(i, [2850, 1200, 2850], ON).rung).toBe(4); // held once, not in a row
     expect(mpcHysteresis(i, [1200, 2850, 2850], ON)).toEqual(mpcPlan(i));
     expect(mpcHysteresis(i, [2850], ON)).toEqual(mpcPlan(i)); // a history shorter than the hold: as long as it is
@@ -475,7 +475,9 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     h.add({ bytes: 75_000, duration_s: 0.2, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN }); // the replacement arrived
     expect(h.cap_kbps).toBe(Number.POSITIVE_INFINITY);
     // the cap is lifted; the up-switch hold (MPC_DEFAULTS.up_hold_segments 2) keeps 300 one more segment
-    expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBe(300);
+    const kept = decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h });
+    expect(kept.rep.bitrateInKbit).toBe(300);
+    expect(kept.why).toMatch(/kept by the switch hysteresis: up-switch hold/);
     expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h, up_hold_segments: 1 }).rep.bitrateInKbit).toBeGreaterThan(300);
     h.add({ bytes: 75_000, duration_s: 0.2, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
     expect(decideMpc(src, reps, 20_000, "delivery_rate", 20, h, { history: () => h }).rep.bitrateInKbit).toBeGreaterThan(300);

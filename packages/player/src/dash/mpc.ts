@@ -55,6 +55,8 @@ export interface MpcPlan {
   rung: number;
   plan: number[];
   qoe: number;
+  /** Set by mpcHysteresis when it kept the last rung against the best plan: which rule did. */
+  held?: "down_margin" | "up_hold";
 }
 
 function validate(i: MpcInput): void {
@@ -149,7 +151,8 @@ export interface MpcHysteresis {
  * - up: held until the last rung has played `up_hold_segments` segments in a row, so a ramp
  *   goes up in fewer, larger steps and a down-switch is not undone on the next estimate.
  * `recent_kbps`: nominal bitrates of the last segments fetched, oldest first (the last is
- * `i.last_rung`'s). Returns mpcPlan's result when no hysteresis applies.
+ * `i.last_rung`'s). Returns mpcPlan's result when no hysteresis applies, else the hold plan
+ * with `held` naming the rule.
  * @throws RangeError on bad input (validate), a negative margin or a hold below 1 or not an integer
  */
 export function mpcHysteresis(i: MpcInput, recent_kbps: readonly number[], h: MpcHysteresis): MpcPlan {
@@ -162,12 +165,12 @@ export function mpcHysteresis(i: MpcInput, recent_kbps: readonly number[], h: Mp
   if (best.rung > last) {
     let run = 0; // segments in a row at the last rung, newest first
     for (let j = recent_kbps.length - 1; j >= 0 && Math.abs(recent_kbps[j]! - i.ladder_kbps[last]!) < 1e-6; j--) run++;
-    return run >= Math.min(h.up_hold_segments, recent_kbps.length) ? best : hold();
+    return run >= Math.min(h.up_hold_segments, recent_kbps.length) ? best : { ...hold(), held: "up_hold" };
   }
   if (h.down_switch_margin === 0) return best;
   const delta_mbps = (i.ladder_kbps[last]! - i.ladder_kbps[best.rung]!) / 1000;
   const kept = hold();
-  return best.qoe - kept.qoe > h.down_switch_margin * delta_mbps + 1e-9 ? best : kept;
+  return best.qoe - kept.qoe > h.down_switch_margin * delta_mbps + 1e-9 ? best : { ...kept, held: "down_margin" };
 }
 
 /** Every plan enumerated (ladder^horizon): the check of mpcPlan. Ties go to the lower plan (lexicographic). */
