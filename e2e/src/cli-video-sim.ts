@@ -6,7 +6,7 @@
  * trace (default: all 3G, 4G and low-band 5G traces of the end-to-end set, not only the six of the
  * video bench) from each start offset into the trace, in the same run. Prints per trace the QoE per
  * chunk, rebuffering (s), switches and mean bitrate of each variant, then the means; `--json` keeps
- * every cell. A screen for ABR changes before an end-to-end invocation; figures are SIMULATED.
+ * every cell, with its switches split into up, down and reversals (VideoSimResult). A screen for ABR changes before an end-to-end invocation; figures are SIMULATED.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -53,7 +53,21 @@ const content_dir = await ensureContent(120);
 // rungs and real segment sizes as the offline optimum reads them (abr_optimum.load_ladder)
 const ladder = JSON.parse(execFileSync(PYTHON, ["-m", "nuwa_lab.video_sim_optimum", "--ladder", content_dir], { cwd: `${REPO_ROOT}lab`, encoding: "utf8" })) as VideoLadder;
 console.log(`ladder ${ladder.bitrates_kbps.join(",")} kbit/s, ${ladder.video_bytes[0]!.length} segments of ${ladder.segment_s} s; ${traces.length} traces × ${starts.length} starts × ${Object.keys(variants).length} variants, ${duration_s} s each (SIMULATED)`);
-type Cell = { trace: string; path: string; start_ms: number; variant: string; qoe: number; rebuffer_s: number; switches: number; mean_kbps: number; startup_s: number; played_chunks: number };
+type Cell = {
+  trace: string;
+  path: string;
+  start_ms: number;
+  variant: string;
+  qoe: number;
+  rebuffer_s: number;
+  switches: number;
+  up_switches: number;
+  down_switches: number;
+  reversals: number;
+  mean_kbps: number;
+  startup_s: number;
+  played_chunks: number;
+};
 const cells: Cell[] = [];
 const names = Object.keys(variants);
 console.log(["trace", ...names.map((n) => `${n}: QoE / rebuf s / switches / kbit/s`)].join(" | "));
@@ -65,7 +79,7 @@ for (const t of traces) {
     const here: Cell[] = [];
     for (const s of starts) {
       const r = simulateVideo({ trace: rotateTrace(base, s % period), ladder, duration_s, abr: mpcAbr(variants[v]) });
-      here.push({ trace: t.name, path: t.path, start_ms: s, variant: v, qoe: r.qoe, rebuffer_s: r.rebuffer_s, switches: r.switches, mean_kbps: r.mean_kbps, startup_s: r.startup_s, played_chunks: r.played_chunks });
+      here.push({ trace: t.name, path: t.path, start_ms: s, variant: v, qoe: r.qoe, rebuffer_s: r.rebuffer_s, switches: r.switches, up_switches: r.up_switches, down_switches: r.down_switches, reversals: r.reversals, mean_kbps: r.mean_kbps, startup_s: r.startup_s, played_chunks: r.played_chunks });
     }
     cells.push(...here);
     const m = (k: keyof Cell) => here.reduce((a, c) => a + (c[k] as number), 0) / here.length;

@@ -2,8 +2,9 @@
 
 Usage: ``.venv/bin/python docs/bench/s30/cmp.py docs/bench/s30/vsim-dev.json``. Prints, per
 variant: mean QoE per chunk over all cells, the same without T-Mobile UMTS (its 50 s near-dark
-stretch dominates every mean), switches per run by trace family, and the traces whose mean QoE
-is more than 0.1 below the ``shipped`` variant's.
+stretch dominates every mean), switches per run by trace family, up-switches, down-switches and
+reversals per run (``VideoSimResult`` in packages/player/src/sim/video.ts), and the traces whose mean QoE is
+more than 0.1 below the ``before`` variant's (the MPC without hysteresis).
 """
 
 import collections
@@ -30,7 +31,7 @@ def main(path: str) -> None:
         switches: dict[str, list[float]] = collections.defaultdict(list)
         for t, cs in traces.items():
             q = sum(c["qoe"] for c in cs) / len(cs)
-            qb = sum(c["qoe"] for c in by["shipped"][t]) / len(by["shipped"][t])
+            qb = sum(c["qoe"] for c in by["before"][t]) / len(by["before"][t])
             if q < qb - 0.1:
                 worse.append(f"{t} {q:.2f} < {qb:.2f}")
             qoe.append(q)
@@ -39,8 +40,10 @@ def main(path: str) -> None:
             for c in cs:
                 switches[family(t)].append(c["switches"])
         sw = " ".join(f"{f} {sum(x) / len(x):.2f}" for f, x in sorted(switches.items()))
-        print(f"{v:10s} QoE {sum(qoe) / len(qoe):.3f}, without UMTS {sum(qoe_ex) / len(qoe_ex):.3f}; "
-              f"switches {sw}; worse by > 0.1: {worse}")
+        mine = [c for cs in traces.values() for c in cs]
+        kinds = " / ".join(f"{sum(c[k] for c in mine) / len(mine):.2f}" for k in ("up_switches", "down_switches", "reversals"))
+        print(f"{v:12s} QoE {sum(qoe) / len(qoe):.3f}, without UMTS {sum(qoe_ex) / len(qoe_ex):.3f}; "
+              f"switches {sw}; up / down / reversals {kinds}; worse by > 0.1: {worse}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,15 @@ describe("simulateVideo", () => {
     expect(r.qoe).toBeCloseTo(q / played.length, 9);
   });
 
+  it("splits the played chunks' switches into up, down and reversals (a switch undoing the one at most 3 chunks before)", () => {
+    // rungs by segment index: up, down (reverses), up (reverses), hold 4, down (4 chunks after: no reversal), up (reverses)
+    const script = [0, 2, 1, 2, 2, 2, 2, 0, 1];
+    const r = simulateVideo({ trace: constantRateTrace(20e6), ladder: LADDER, duration_s: 40, abr: (c) => script[c.index] ?? 1 });
+    expect(r.played_chunks).toBeGreaterThan(script.length);
+    expect(r.chunks.slice(0, script.length).map((c) => c.rung)).toEqual(script);
+    expect([r.switches, r.up_switches, r.down_switches, r.reversals]).toEqual([5, 3, 2, 3]);
+  });
+
   it("counts the stall when the link goes dark for longer than the buffer", () => {
     const steady = simulateVideo({ trace: darkTrace(3, 1000, 0), ladder: LADDER, duration_s: 60 });
     const dark = simulateVideo({ trace: darkTrace(3, 20, 25), ladder: LADDER, duration_s: 60 });

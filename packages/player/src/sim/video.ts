@@ -97,6 +97,10 @@ export interface VideoSimResult {
   rebuffer_ratio: number;
   /** Rung changes between consecutive played chunks. */
   switches: number;
+  /** Of them, up and down; and reversals: switches whose previous switch, at most 3 chunks earlier, went the other way. */
+  up_switches: number;
+  down_switches: number;
+  reversals: number;
   /** Mean nominal bitrate of the played chunks, kbit/s. */
   mean_kbps: number;
   /** First segment complete, s. */
@@ -213,10 +217,17 @@ export function simulateVideo(o: VideoSimOptions): VideoSimResult {
   const played = chunks.filter((c) => c.index < play_pos_chunks);
   let q = 0;
   let switches = 0;
+  let up_switches = 0;
+  let reversals = 0;
+  let last_switch: { at: number; up: boolean } | null = null;
   for (let i = 0; i < played.length; i++) {
     q += played[i]!.kbps / 1000;
     if (i > 0 && played[i]!.rung !== played[i - 1]!.rung) {
+      const up = played[i]!.rung > played[i - 1]!.rung;
       switches++;
+      if (up) up_switches++;
+      if (last_switch && i - last_switch.at <= 3 && last_switch.up !== up) reversals++;
+      last_switch = { at: i, up };
       q -= Math.abs(played[i]!.kbps - played[i - 1]!.kbps) / 1000;
     }
   }
@@ -228,6 +239,9 @@ export function simulateVideo(o: VideoSimOptions): VideoSimResult {
     rebuffer_s: stall_ms / 1000,
     rebuffer_ratio: stall_ms / 1000 / Math.max(1e-9, played_s + stall_ms / 1000),
     switches,
+    up_switches,
+    down_switches: switches - up_switches,
+    reversals,
     mean_kbps: played.length > 0 ? played.reduce((a, c) => a + c.kbps, 0) / played.length : Number.NaN,
     startup_s: startup_ms / 1000,
     chunks,
