@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
-import { type BenchOptions, bestFixedK, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily, VIDEO_SCHEMES } from "./bench.js";
+import { type BenchOptions, bestFixedK, keptRecord, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily, VIDEO_SCHEMES } from "./bench.js";
 import { REPO_ROOT } from "./procs.js";
 
 const rec = (scheme: string, p95: number, valid = true, utilization = 0.95): RunRecord =>
@@ -124,5 +124,23 @@ describe("bench harness", () => {
     expect(r.utilization).toBeGreaterThan(0.5);
     expect(r.qd_error_ms).not.toBeNull();
     expect(simRun(t, "aimd", 1000, 10, {}).queuing_delay_ms.p95).toBeGreaterThan(r.queuing_delay_ms.p95);
+  });
+});
+
+describe("--resume (keptRecord)", () => {
+  it("keeps a valid run that finished; runs again one that failed or was invalid", () => {
+    const dir = mkdtempSync(`${tmpdir()}/nuwa-resume-`);
+    const spec = { id: "play-x-nuwa-q1000-s1" } as RunRecord;
+    const put = (r: Partial<RunRecord>) => {
+      mkdirSync(`${dir}/runs/${spec.id}`, { recursive: true });
+      writeFileSync(`${dir}/runs/${spec.id}/bench.json`, JSON.stringify({ ...spec, ...r }));
+    };
+    expect(keptRecord(spec, dir)).toBeNull();
+    put({ error: null, valid: true, invalid_reasons: [] });
+    expect(keptRecord(spec, dir)?.valid).toBe(true);
+    put({ error: null, valid: false, invalid_reasons: ["emulator lateness p99 4.46 ms > 2 ms"] });
+    expect(keptRecord(spec, dir)).toBeNull();
+    put({ error: "page error", valid: false, invalid_reasons: [] });
+    expect(keptRecord(spec, dir)).toBeNull();
   });
 });

@@ -303,7 +303,7 @@ export function keptRecord(spec: RunSpec, out_dir: string): RunRecord | null {
   if (!existsSync(file)) return null;
   try {
     const old = JSON.parse(readFileSync(file, "utf8")) as RunRecord;
-    return old.error === null ? old : null;
+    return old.error === null && old.valid ? old : null; // an invalid run (emulator lateness, ...) is run again
   } catch {
     return null;
   }

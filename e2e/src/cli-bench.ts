@@ -29,7 +29,7 @@
  *   reported with its Δ but no gain/cost verdict, which needs ≥ 2 runs a cell) --queues 1000,50
  *   --video-queues 1000 --seeds N --duration S --video-duration S --out DIR
  *   --cc JSON --no-ratchet --no-sim --no-sweep --resume (keep runs of DIR that
- *   finished without error: only for the same code and settings)
+ *   finished without error and valid; the rest run again: only for the same code and settings)
  *   --report-only (rebuild the report from DIR) --sim-duration S --ratchet-duration S (120)
  *   --oracle-window-ms MS (the oracle's capacity window; default the base RTT, 50 ms)
  *   --ray-address ADDR (join this Ray cluster; default a local Ray on this machine: below)
@@ -286,7 +286,7 @@ if (!values["report-only"]) {
   if (all.missing.length) log(`traces listed in traces/index.json but not found (skipped): ${all.missing.join(", ")}`);
   const started = new Date();
   const plan = sweepOnly ? [] : planRuns(opts);
-  // --resume: runs an earlier invocation finished without error are kept, not run again
+  // --resume: valid runs an earlier invocation finished without error are kept, not run again
   const runsById = new Map<string, RunRecord>();
   for (const spec of opts.resume ? plan : []) {
     const old = keptRecord(spec, out_dir);
