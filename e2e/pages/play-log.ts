@@ -16,6 +16,8 @@ export interface PlayLog {
   chunks: { t_us: number; bitrate_kbps: number; index: number; start_s: number; duration_s: number; bytes: number }[];
   /** Video media segment requests dash.js abandoned (AbandonRequestsRule, fast switching), with the bytes they had loaded. */
   abandoned: { t_us: number; bitrate_kbps: number; index: number; start_s: number; bytes: number }[];
+  /** Segments the loader fetched ahead (attachNuwa `fetch_ahead`) and their outcome; absent: none. */
+  fetch_ahead?: { t_us: number; media_type: string; path: string; outcome: "used" | "discarded" | "failed"; bytes: number }[];
   quality_changes: { t_us: number; bitrate_kbps: number }[];
   /**
    * What the viewer saw: one entry each time the displayed frame's size changes (the first frame included),

@@ -34,7 +34,7 @@ let stopping = false;
 const status = document.getElementById("status")!;
 
 /** The ladder's schemes as attachNuwa options (old names: cubic = dashjs, observe = nuwa_cubic). */
-const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "mpc">> = {
+const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "mpc" | "fetch_ahead">> = {
   dashjs: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   cubic: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
@@ -43,6 +43,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   nuwa_rule: { mode: "control", abr: "nuwa_rule", estimate: "nuwa" },
   nuwa_deepcap: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { deep_from_s: 8 } },
   nuwa_nohyst: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { down_switch_margin: 0, up_hold_segments: 1 } },
+  nuwa_ahead: { mode: "control", abr: "nuwa", estimate: "nuwa", fetch_ahead: "standing" },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };
@@ -64,6 +65,10 @@ async function main(): Promise<void> {
         log.frames.recv_us.push(e.t_us);
         log.frames.raw_qd_ms.push(e.decision.raw_queuing_delay_ms);
       } else if (e.type === "abr" && log.abr_reasons.length < 200) log.abr_reasons.push(e.decision.reason);
+      else if (e.type === "fetch_ahead") {
+        log.fetch_ahead = log.fetch_ahead ?? [];
+        log.fetch_ahead.push({ t_us: e.t_us, media_type: e.media_type, path: e.path, outcome: e.outcome, bytes: e.bytes });
+      }
     },
   };
   if (!SCHEMES[scheme]) throw new Error(`unknown scheme ${scheme}`);

@@ -112,6 +112,19 @@ def played_chunks(page: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
     }
 
 
+def _fetch_ahead(events: list[dict[str, Any]]) -> dict[str, int]:
+    """Counts of the page's ``fetch_ahead`` events (loader.ts FetchAheadEvent: outcome used,
+    discarded or failed, bytes it had then); the discarded and failed bytes were wasted."""
+    out = {"used": 0, "discarded": 0, "failed": 0, "wasted_bytes": 0}
+    for e in events:
+        k = str(e.get("outcome"))
+        if k in out:
+            out[k] += 1
+        if k != "used":
+            out["wasted_bytes"] += int(e.get("bytes") or 0)
+    return out
+
+
 def rendered_rates(
     page: dict[str, Any], played: list[dict[str, Any]]
 ) -> tuple[list[float], float, int] | None:
@@ -385,6 +398,8 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float,
         "redownloaded_bytes": q["redownloaded_bytes"],
         "abandoned_requests": q["abandoned_requests"],
         "abandoned_bytes": q["abandoned_bytes"],
+        # segments the loader fetched ahead (attachNuwa fetch_ahead): taken by dash.js, or wasted
+        "fetch_ahead": _fetch_ahead(page.get("fetch_ahead") or []),
         "queuing_delay_ms": {
             "p50": _pct(qd, 50),
             "p95": _pct(qd, 95),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nuwa_lab.play_metrics import (
+    _fetch_ahead,
     estimate_error,
     frozen_picture,
     played_chunks,
@@ -246,3 +247,12 @@ def test_frozen_picture_needs_a_dry_buffer_and_frame_times():
     assert frozen_picture(page) is None
     q = qoe(page)
     assert q["frozen_s"] is None and q["rebuffer_s"] == pytest.approx(0.5)
+
+
+def test_fetch_ahead_counts_outcomes_and_wasted_bytes() -> None:
+    """The page's fetch_ahead events (loader.ts FetchAheadEvent): used ones cost nothing, the
+    discarded and failed ones' bytes were wasted."""
+    ev = [{"outcome": "used", "bytes": 500}, {"outcome": "discarded", "bytes": 1200},
+          {"outcome": "failed", "bytes": 0}, {"outcome": "discarded", "bytes": 300}]
+    assert _fetch_ahead(ev) == {"used": 1, "discarded": 2, "failed": 1, "wasted_bytes": 1500}
+    assert _fetch_ahead([]) == {"used": 0, "discarded": 0, "failed": 0, "wasted_bytes": 0}

@@ -14,7 +14,7 @@ export {
   type NuwaMpcOptions,
   recentRateKbps,
 } from "./dash/abr.js";
-export { type AttachOptions, attachNuwa, type ContentErrorEvent, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
+export { type AttachOptions, attachNuwa, type ContentErrorEvent, FETCH_AHEAD_STANDING_WAIT_S, type FetchAheadTelemetry, type NuwaAttachment, type Preset, TD_PRESETS_MS } from "./dash/attach.js";
 export {
   createNuwaPlayer,
   type DashjsModuleLike,

@@ -5,7 +5,8 @@
  * here (no WebTransport), which does not stop the tuner from reporting.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { attachNuwa } from "./attach.js";
+import type { EstimateSource } from "./abr.js";
+import { attachNuwa, FETCH_AHEAD_STANDING_WAIT_S, fetchAheadPath } from "./attach.js";
 
 function fakes() {
   const settings: unknown[] = [];
@@ -147,5 +148,23 @@ describe("attachNuwa abr (issue 15): the MPC by default, the older rule on reque
     expect((calls.find((c) => c.method === "updateSettings")!.args[0] as { streaming: Record<string, unknown> }).streaming.abandonLoadTimeout).toBeUndefined();
     a.close();
     expect(() => attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", abr: "mpc" as never })).toThrow(/abr must be/);
+  });
+});
+
+describe("attachNuwa fetch_ahead: which segment, and when", () => {
+  const t = { rep_id: "3", bandwidth_bps: 1850000, media: "seg-$RepresentationID$-$Number%05d$.m4s", base_url: "https://h:1/content/manifest.mpd", start_number: 1, segment_s: 2 };
+  const templates = new Map([["3", t]]);
+  const q = { path: "/content/seg-3-00004.m4s", media_type: "video", rep_id: "3", start_s: 6, segment_s: 2 };
+  const src = (raw_qd_ms: number, td_ms: number): EstimateSource => ({ controller: () => ({ rawQueuingDelayMs: raw_qd_ms, targetDelayInForceMs: td_ms }) as never, now_us: () => 0 });
+  it("standing: only while a queue stands 50 ms or more above Td; always: every segment; no template, no fetch-ahead", () => {
+    expect(fetchAheadPath("standing", templates, src(40, 25), q)).toBeNull(); // 15 ms above Td: our own queue
+    expect(fetchAheadPath("standing", templates, src(25 + 1000 * FETCH_AHEAD_STANDING_WAIT_S, 25), q)).toBe("/content/seg-3-00005.m4s");
+    expect(fetchAheadPath("standing", templates, { controller: () => null, now_us: () => 0 }, q)).toBeNull();
+    expect(fetchAheadPath("always", templates, src(0, 25), q)).toBe("/content/seg-3-00005.m4s");
+    expect(fetchAheadPath("always", templates, src(0, 25), { ...q, rep_id: "9" })).toBeNull();
+  });
+  it("an unknown mode is refused", () => {
+    const { player, dashjs } = fakes();
+    expect(() => attachNuwa(player, dashjs, { url: "https://127.0.0.1:1/nuwa", fetch_ahead: "sometimes" as never })).toThrow(/fetch_ahead must be/);
   });
 });

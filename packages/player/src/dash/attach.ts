@@ -11,10 +11,10 @@ import { type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
-import { type AbrDecision, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions } from "./abr.js";
-import { makeNuwaLoader } from "./loader.js";
+import { type AbrDecision, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions, standingWaitS } from "./abr.js";
+import { type FetchAheadEvent, type FetchAheadQuery, makeNuwaLoader } from "./loader.js";
 import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
-import { checkMpd, type NuwaContentError, parseSidx, SegmentSizes, segmentIndexPlan } from "./mpd.js";
+import { checkMpd, type NumberTemplate, type NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
 import { attachRlTuner } from "./rl.js";
 
 /** Target-delay presets per application, ms (docs/DESIGN.md §2: Td per application). */
@@ -67,7 +67,7 @@ export interface AttachOptions {
    */
   estimate?: "nuwa" | "dashjs";
   preset?: Preset;
-  onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent) => void;
+  onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent | FetchAheadTelemetry) => void;
   /**
    * Content the glue refuses (mpd.ts `checkMpd`: DRM, live, a codec the browser lacks): called
    * once with the named error when the MPD arrives; the MPD request then fails, so dash.js
@@ -79,10 +79,43 @@ export interface AttachOptions {
   isTypeSupported?: (type: string) => boolean;
   /** dash.js's own throughput average, kbit/s, whenever its rules ask for it (only with `estimate: "nuwa"`; `NuwaAttachment.dashjsEstimateKbps` reads it at any instant, either way). */
   onDashjsEstimate?: (kbps: number) => void;
+  /**
+   * Fetch the next segment of each media type while the current one arrives (loader.ts
+   * fetch-ahead; SegmentTemplate `$Number$` content, mpd.ts `nextSegmentPath`): `"standing"`
+   * only while a queue stands at the bottleneck that our window did not make (abr.ts
+   * `standingWaitS` ≥ FETCH_AHEAD_STANDING_WAIT_S: a competing flow fills the buffer, and each
+   * request would wait behind it), `"always"` for every segment. Default `"off"`: dash.js's one
+   * request at a time. `onTelemetry` gets a `fetch_ahead` event per segment fetched ahead (used,
+   * discarded unused, failed).
+   */
+  fetch_ahead?: "off" | "standing" | "always";
   /** Reconnect backoff when the session ends (reconnect.ts). */
   reconnect?: Partial<ReconnectPolicy>;
   /** A session that receives nothing for this long while requests are open is stalled, ms (session.ts, default 4000; 0: never): a second session is tried, and the stalled one closed if that opens first (reconnect.ts). */
   stall_timeout_ms?: number;
+}
+
+/** Telemetry: a segment fetched ahead (AttachOptions.fetch_ahead) and what became of it. */
+export interface FetchAheadTelemetry extends FetchAheadEvent {
+  type: "fetch_ahead";
+  t_us: number;
+}
+
+/**
+ * The standing wait from which `fetch_ahead: "standing"` fetches ahead, s: the switching rule's
+ * threshold for a queue that is not ours (server/nuwa_server/switch_policy.py RuleConfig, 50 ms).
+ */
+export const FETCH_AHEAD_STANDING_WAIT_S = 0.05;
+
+/**
+ * The segment `fetch_ahead` fetches after `q` (loader.ts LoaderOptions.fetchAhead): the next of
+ * its representation's `$Number$` template (mpd.ts nextSegmentPath), in mode `standing` only
+ * while the standing wait is at least FETCH_AHEAD_STANDING_WAIT_S; null for none.
+ */
+export function fetchAheadPath(mode: "standing" | "always", templates: ReadonlyMap<string, NumberTemplate>, src: EstimateSource, q: FetchAheadQuery): string | null {
+  const t = q.rep_id !== null ? templates.get(q.rep_id) : undefined;
+  if (!t || (mode === "standing" && standingWaitS(src) < FETCH_AHEAD_STANDING_WAIT_S)) return null;
+  return nextSegmentPath(t, q.path, q.start_s);
 }
 
 /** Telemetry: the MPD uses a feature the glue does not support (mpd.ts). */
@@ -143,6 +176,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   if (tuner !== undefined && tuner !== "fixed" && tuner !== "rl") throw new TypeError(`attachNuwa: cc.tuner must be "fixed" or "rl", got ${String(tuner)}`);
   if (tuner === "rl" && !(typeof model === "string" || model instanceof Uint8Array)) throw new TypeError('attachNuwa: cc.tuner "rl" needs cc.model (the .onnx URL or bytes)');
   const abr = o.abr ?? "nuwa";
+  const fetch_ahead = o.fetch_ahead ?? "off";
+  if (fetch_ahead !== "off" && fetch_ahead !== "standing" && fetch_ahead !== "always") throw new TypeError(`attachNuwa: fetch_ahead must be "off", "standing" or "always", got ${String(fetch_ahead)}`);
   if (abr !== "nuwa" && abr !== "nuwa_rule" && abr !== "dashjs") throw new TypeError(`attachNuwa: abr must be "nuwa", "nuwa_rule" or "dashjs", got ${String(abr)}`);
   let attachment: NuwaAttachment | null = null;
   const rl =
@@ -188,6 +223,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   let content_error: NuwaContentError | null = null;
   const isTypeSupported =
     o.isTypeSupported ?? (typeof MediaSource !== "undefined" && typeof MediaSource.isTypeSupported === "function" ? (t: string) => MediaSource.isTypeSupported(t) : undefined);
+  const templates = new Map<string, NumberTemplate>(); // rep id → its $Number$ template (fetch-ahead)
   const loadIndexes = (text: string, url: string) => {
     for (const ix of segmentIndexPlan(text, url)) {
       if (ix.sizes) sizes.set(ix.rep_id, ix.sizes);
@@ -221,8 +257,15 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
           return err;
         }
         if (abr === "nuwa") loadIndexes(text, url); // only the MPC reads them: the dash.js baselines send nothing extra
+        if (fetch_ahead !== "off") for (const t of segmentTemplates(text, url)) templates.set(t.rep_id, t);
         return null;
       },
+      ...(fetch_ahead === "off"
+        ? {}
+        : {
+            fetchAhead: (q) => fetchAheadPath(fetch_ahead, templates, src, q),
+            onFetchAhead: (e) => o.onTelemetry?.({ type: "fetch_ahead", t_us: now_us(), ...e }),
+          }),
     }),
     false,
   );

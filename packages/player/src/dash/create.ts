@@ -15,7 +15,7 @@ import { TypedEmitter, type Unsubscribe } from "../emitter.js";
 import type { NuwaSession, TelemetryEvent } from "../session.js";
 import type { TunerEvent } from "../tuner.js";
 import type { AbrDecision } from "./abr.js";
-import { type AttachOptions, attachNuwa, type ContentErrorEvent, type DashjsLike, type DashPlayerLike, type NuwaAttachment, type Preset } from "./attach.js";
+import { type AttachOptions, attachNuwa, type ContentErrorEvent, type DashjsLike, type DashPlayerLike, type FetchAheadTelemetry, type NuwaAttachment, type Preset } from "./attach.js";
 
 /** Everything a NuwaPlayer reports. Times `t_us` are performance.now() × 1000, µs (the session's clock). */
 export interface NuwaPlayerEvents {
@@ -147,7 +147,7 @@ function resolveDashjs(mod: unknown): DashjsLike & { MediaPlayer: (() => { creat
  * @param target_delay_ms Td in force, ms (NaN when unknown)
  */
 export function telemetryToPlayerEvent(
-  e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent,
+  e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent | FetchAheadTelemetry,
   target_delay_ms: number,
 ): { [K in NuwaPlayerEventType]: { type: K; event: NuwaPlayerEvents[K] } }[NuwaPlayerEventType] | null {
   switch (e.type) {
@@ -184,7 +184,7 @@ export function telemetryToPlayerEvent(
     case "reconnect":
       return { type: "session", event: { t_us: e.t_us, state: "reconnecting", attempt: e.attempt, delay_ms: e.delay_ms, reason: e.reason } };
     default:
-      return null; // rtt: folded into the estimate; tuner_*: reach options.onTelemetry only
+      return null; // rtt: folded into the estimate; tuner_*, fetch_ahead: reach options.onTelemetry only
   }
 }
 

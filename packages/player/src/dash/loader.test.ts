@@ -387,3 +387,106 @@ describe("NuwaLoader: ranges, CMCD, the manifest check (issue 19)", () => {
     expect(done[0]).toMatchObject({ start_s: 4, rep_id: "1", segment_s: 2, bitrate_kbps: 700, bytes: 40 });
   });
 });
+
+describe("NuwaLoader: fetch-ahead (the next segment requested while this one arrives)", () => {
+  type L = { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean; abort: (r?: CommonMediaRequest) => void };
+  const seg = (path: string, start_s: number) => {
+    const r = dashRequest(`https://h:1${path}`);
+    (r.req.customData as { request?: unknown }).request = { type: "MediaSegment", mediaType: "video", startTime: start_s, duration: 2, bandwidth: 700_000, representation: { id: "1" } };
+    return r;
+  };
+  const next = (q: import("./loader.js").FetchAheadQuery) => `/v/seg-${q.start_s / 2 + 2}.m4s`; // seg-1 starts at 0
+
+  it("asks once a segment's first bytes are in; dash.js's request for that segment takes the transfer over, with no second fetch", async () => {
+    const queries: import("./loader.js").FetchAheadQuery[] = [];
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    const done: LoadedRequest[] = [];
+    const s = fakeSession([serve(BYTES, 8), serve(BYTES.map((b) => b + 100), 8)]);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (queries.push(q), next(q)), onFetchAhead: (e) => void events.push(e), onComplete: (d) => void done.push(d) })() as L;
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0);
+    expect(queries).toEqual([{ path: "/v/seg-1.m4s", media_type: "video", rep_id: "1", start_s: 0, segment_s: 2 }]);
+    expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/v/seg-1.m4s", "/v/seg-2.m4s"]);
+    const b = seg("/v/seg-2.m4s", 2);
+    loader.load(b.req, b.res);
+    await until(() => b.events.length > 0);
+    expect(b.events).toEqual(["loadend"]);
+    expect(b.res.status).toBe(200);
+    expect([...new Uint8Array(b.res.data as ArrayBuffer)]).toEqual([...BYTES.map((x) => x + 100)]);
+    expect(b.progress.at(-1)).toEqual({ loaded: 40, total: 40 }); // dash.js sees the bytes arrive as for any request
+    expect(events[0]).toMatchObject({ path: "/v/seg-2.m4s", media_type: "video", outcome: "used" });
+    expect(done.map((d) => d.start_s)).toEqual([0, 2]);
+    expect(done.map((d) => d.fetched_ahead)).toEqual([undefined, true]);
+    expect(done[1]!.duration_ms).toBeGreaterThan(0);
+    // seg-2's own first bytes asked for seg-3, which no handler serves: the third fetch is that one
+    await until(() => s.calls.length === 3);
+    expect(s.calls[2]).toMatchObject({ path: "/v/seg-3.m4s" });
+  });
+
+  it("a request for another segment of that media type discards the one fetched ahead (aborted, its bytes reported)", async () => {
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    let ahead_signal: AbortSignal | undefined;
+    const hang: Handler = (_req, o) => {
+      ahead_signal = o.signal;
+      return new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)));
+    };
+    const s = fakeSession([serve(BYTES, 8), hang, serve(BYTES, 8)]);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: next, onFetchAhead: (e) => void events.push(e) })() as L;
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0 && ahead_signal !== undefined);
+    const c = seg("/v/other-rung-2.m4s", 2); // the ABR chose another rung
+    loader.load(c.req, c.res);
+    await until(() => c.events.length > 0);
+    expect(ahead_signal!.aborted).toBe(true);
+    expect(events).toEqual([{ path: "/v/seg-2.m4s", media_type: "video", outcome: "discarded", bytes: 0 }]);
+    expect(c.res.status).toBe(200);
+    expect(s.calls.map((x) => x.op === "get" && x.path).slice(0, 3)).toEqual(["/v/seg-1.m4s", "/v/seg-2.m4s", "/v/other-rung-2.m4s"]);
+  });
+
+  it("a fetch-ahead that failed is not handed to dash.js: its request is fetched afresh", async () => {
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    const fail: Handler = async () => {
+      throw new NuwaRequestError("not found", 404, "http");
+    };
+    const s = fakeSession([serve(BYTES, 8), fail, serve(BYTES, 8)]);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (q.start_s === 0 ? next(q) : null), onFetchAhead: (e) => void events.push(e) })() as L;
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0 && s.calls.length === 2);
+    await new Promise((r) => setTimeout(r, 0));
+    const b = seg("/v/seg-2.m4s", 2);
+    loader.load(b.req, b.res);
+    await until(() => b.events.length > 0);
+    expect(events[0]).toMatchObject({ path: "/v/seg-2.m4s", outcome: "failed" });
+    expect(b.res.status).toBe(200);
+    expect(s.calls).toHaveLength(3);
+  });
+
+  it("never for the manifest, ranged requests or without the option; reset discards what was fetched ahead", async () => {
+    const asked: string[] = [];
+    const s = fakeSession([serve(BYTES, 8), serve(BYTES, 8), serve(BYTES, 8), (_r, o) => new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)))]);
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (asked.push(q.path), next(q)), onFetchAhead: (e) => void events.push(e) })() as L;
+    const m = dashRequest("https://h:1/v/manifest.mpd");
+    (m.req.customData as { request?: unknown }).request = { type: "MPD" };
+    loader.load(m.req, m.res);
+    const r = seg("/v/seg-1.m4s", 0);
+    r.req.headers = { Range: "bytes=0-9" };
+    loader.load(r.req, r.res);
+    await until(() => m.events.length > 0 && r.events.length > 0);
+    expect(asked).toEqual([]);
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0 && s.calls.length === 4);
+    loader.abort(); // dash.js's reset
+    expect(events).toEqual([{ path: "/v/seg-2.m4s", media_type: "video", outcome: "discarded", bytes: 0 }]);
+    const plain = fakeSession([serve(BYTES, 8)]);
+    const off = makeNuwaLoader(async () => plain)() as L;
+    const p = seg("/v/seg-1.m4s", 0);
+    off.load(p.req, p.res);
+    await until(() => p.events.length > 0);
+    expect(plain.calls).toHaveLength(1);
+  });
+});

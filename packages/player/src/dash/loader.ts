@@ -33,6 +33,16 @@
  * or the `CMCD-*` headers dash.js put on the request travel as the request's `cmcd` field
  * (docs/PROTOCOL.md "CMCD"); the server logs them. The MPD, before dash.js sees it, goes
  * through `onManifest` (attach.ts: mpd.ts `checkMpd`), which can fail it with a named error.
+ *
+ * Fetch-ahead (`LoaderOptions.fetchAhead`, off unless given): dash.js asks for one segment of
+ * each media type at a time, so between two segments the flow is idle for a request's round
+ * trip plus any queue standing at the bottleneck; next to a download that keeps a deep buffer
+ * full that wait is 0.3–1.5 s a segment and the video's share of the link falls
+ * (docs/BENCHMARKS.md, twenty-ninth session). When the first bytes of a media segment arrive,
+ * the loader may request the next segment of the same representation (the path `fetchAhead`
+ * returns); dash.js's own request for that path then takes over the transfer in progress (or
+ * done), and any other request of that media type discards it (aborted; `onFetchAhead` says
+ * so, with the bytes it had).
  */
 import { NuwaRequestError, type NuwaResponse, type NuwaSession, type ResponseHead } from "../session.js";
 
@@ -82,6 +92,31 @@ export interface LoaderOptions {
    * returned fails the request (status 0, the error's message as statusText) instead.
    */
   onManifest?: (text: string, url: string) => Error | null;
+  /**
+   * Fetch-ahead (module doc): called once per whole-file media segment request, when its first
+   * bytes arrive; returns the URL path of the segment to fetch ahead, or null for none.
+   */
+  fetchAhead?: (q: FetchAheadQuery) => string | null;
+  /** What became of each segment fetched ahead: taken over by dash.js's request, discarded unused, or failed. */
+  onFetchAhead?: (e: FetchAheadEvent) => void;
+}
+
+/** The media segment whose first bytes arrived, as `LoaderOptions.fetchAhead` sees it. */
+export interface FetchAheadQuery {
+  path: string;
+  media_type: string;
+  rep_id: string | null;
+  /** dash.js's segment start and duration, s (NaN when absent). */
+  start_s: number;
+  segment_s: number;
+}
+
+/** `LoaderOptions.onFetchAhead`: a segment fetched ahead, its outcome and the bytes it had then. */
+export interface FetchAheadEvent {
+  path: string;
+  media_type: string;
+  outcome: "used" | "discarded" | "failed";
+  bytes: number;
 }
 
 /** A completed request, as LoaderOptions.onComplete sees it. */
@@ -97,6 +132,12 @@ export interface LoadedRequest {
   start_s: number;
   /** Representation@id of the request, null when absent. */
   rep_id: string | null;
+  /**
+   * The body came from a fetch-ahead (LoaderOptions.fetchAhead): `duration_ms` then runs from the
+   * later of its own request and the previous segment of its media type completing, so the two
+   * overlapping downloads are not both charged the time they shared.
+   */
+  fetched_ahead?: boolean;
 }
 
 export const DEFAULT_LOADER_OPTIONS: Readonly<LoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
@@ -248,6 +289,39 @@ export async function fetchResumable(
   return { head: got.head as ResponseHead, body, resumes };
 }
 
+/** One fetch over the session, which a dash.js request reads, or which waits for one (fetch-ahead). */
+interface Transfer {
+  path: string;
+  /** performance.now() when it was asked for, ms. */
+  started_ms: number;
+  ac: AbortController;
+  loaded: number;
+  total: number;
+  listeners: Set<(loaded: number, total: number) => void>;
+  result: Promise<{ head: ResponseHead; body: Uint8Array; resumes: number }>;
+  failed: boolean;
+  /** performance.now() when its last byte arrived, ms (NaN before). */
+  done_ms: number;
+}
+
+function startTransfer(session: () => Promise<RequestSession>, path: string, range: [number, number] | undefined, max_resumes: number, cmcd?: string): Transfer {
+  const t: Transfer = { path, started_ms: performance.now(), ac: new AbortController(), loaded: 0, total: 0, listeners: new Set(), result: Promise.resolve() as never, failed: false, done_ms: Number.NaN };
+  t.result = fetchResumable(session, path, range, t.ac.signal, max_resumes, (n, total) => {
+    t.loaded = n;
+    t.total = total;
+    for (const l of [...t.listeners]) l(n, total);
+  }, cmcd);
+  t.result.then(
+    () => {
+      t.done_ms = performance.now();
+    },
+    () => {
+      t.failed = true;
+    },
+  );
+  return t;
+}
+
 /**
  * Make the loader function dash.js instantiates (FactoryMaker calls it with
  * `this = { context }`).
@@ -255,12 +329,45 @@ export async function fetchResumable(
  */
 export function makeNuwaLoader(session: () => Promise<RequestSession>, options: Partial<LoaderOptions> = {}): () => object {
   const o = { ...DEFAULT_LOADER_OPTIONS, ...options };
+  // Segments fetched ahead, one per media type at most; shared by every loader dash.js makes.
+  const ahead = new Map<string, { t: Transfer; media_type: string; timer: ReturnType<typeof setTimeout> }>();
+  const last_complete_ms = new Map<string, number>(); // per media type: the previous segment's completion
+  const dropAhead = (media_type: string, outcome: "discarded" | "failed") => {
+    const a = ahead.get(media_type);
+    if (!a) return;
+    ahead.delete(media_type);
+    clearTimeout(a.timer);
+    if (outcome === "discarded") a.t.ac.abort(new DOMException("fetch-ahead discarded", "AbortError"));
+    o.onFetchAhead?.({ path: a.t.path, media_type, outcome, bytes: a.t.loaded });
+  };
+  /** dash.js's request for `path`: the transfer fetched ahead for it, if any; any other one of that media type is discarded. */
+  const takeAhead = (media_type: string, path: string): Transfer | null => {
+    const a = ahead.get(media_type);
+    if (!a) return null;
+    if (a.t.path !== path || a.t.failed) {
+      dropAhead(media_type, a.t.failed ? "failed" : "discarded");
+      return null;
+    }
+    ahead.delete(media_type);
+    clearTimeout(a.timer);
+    o.onFetchAhead?.({ path, media_type, outcome: "used", bytes: a.t.loaded });
+    return a.t;
+  };
+  const startAhead = (media_type: string, path: string) => {
+    if (ahead.get(media_type)?.t.path === path) return;
+    dropAhead(media_type, "discarded");
+    const t = startTransfer(session, path, undefined, o.max_resumes);
+    // Never taken within a request's deadline (dash.js stopped, seeked elsewhere): let it go.
+    const timer = setTimeout(() => {
+      if (ahead.get(media_type)?.t === t) dropAhead(media_type, "discarded");
+    }, o.default_timeout_ms);
+    ahead.set(media_type, { t, media_type, timer });
+  };
   return function NuwaLoader() {
     const inflight = new Map<CommonMediaRequest, () => void>();
     function load(req: CommonMediaRequest, res: CommonMediaResponse): boolean {
       const cd = req.customData;
-      const started_ms = performance.now();
-      const ac = new AbortController();
+      let transfer: Transfer | null = null; // set once the range is known good
       let finished = false;
       let loaded = 0;
       let total = 0;
@@ -273,7 +380,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       const abort = () => {
         if (finished) return;
         finish();
-        ac.abort(new DOMException("aborted by dash.js", "AbortError"));
+        transfer?.ac.abort(new DOMException("aborted by dash.js", "AbortError"));
         cd.onabort?.();
       };
       cd.abort = abort;
@@ -282,7 +389,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       const timer = setTimeout(() => {
         if (finished) return;
         finish();
-        ac.abort(new Deadline(timeout_ms));
+        transfer?.ac.abort(new Deadline(timeout_ms));
         res.url = req.url;
         res.status = 0;
         res.statusText = `timeout: no complete answer within ${timeout_ms} ms`;
@@ -320,23 +427,35 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         last_event_ms = t_ms;
       };
       const dr = (cd as { request?: { mediaType?: unknown; type?: unknown; bandwidth?: unknown; duration?: unknown; startTime?: unknown; representation?: { id?: unknown } | null } }).request;
-      fetchResumable(
-        session,
-        url.pathname,
-        range,
-        ac.signal,
-        o.max_resumes,
-        (n, t) => {
-          loaded = n;
-          total = t;
-          if (!pending) {
-            pending = true;
-            queueMicrotask(emitProgress);
-          }
-        },
-        cmcd,
-      ).then(
+      const media_type = typeof dr?.mediaType === "string" ? dr.mediaType : null;
+      const rep_id = dr?.representation?.id !== undefined && dr.representation.id !== null ? String(dr.representation.id) : null;
+      const segment_s = typeof dr?.duration === "number" ? dr.duration : Number.NaN;
+      const start_s = typeof dr?.startTime === "number" ? dr.startTime : Number.NaN;
+      // A whole media segment may be one fetched ahead (module doc); any other request is fetched now.
+      const whole_segment = dr?.type === "MediaSegment" && media_type !== null && !range;
+      const taken = whole_segment ? takeAhead(media_type, url.pathname) : null;
+      const t = taken ?? startTransfer(session, url.pathname, range, o.max_resumes, cmcd);
+      transfer = t;
+      let asked_ahead = !whole_segment || !o.fetchAhead;
+      const onData = (n: number, tot: number) => {
+        if (finished) return;
+        loaded = n;
+        total = tot;
+        if (!asked_ahead && n > 0) {
+          asked_ahead = true;
+          const next = o.fetchAhead!({ path: url.pathname, media_type: media_type!, rep_id, start_s, segment_s });
+          if (next !== null && next !== url.pathname) startAhead(media_type!, next);
+        }
+        if (!pending) {
+          pending = true;
+          queueMicrotask(emitProgress);
+        }
+      };
+      t.listeners.add(onData);
+      if (t.loaded > 0) onData(t.loaded, t.total); // taken over with bytes already in
+      t.result.then(
         (r) => {
+          t.listeners.delete(onData);
           if (finished) return;
           if (o.onManifest && dr?.type === "MPD" && r.head.status < 300) {
             const err = o.onManifest(new TextDecoder().decode(r.body), req.url);
@@ -361,21 +480,27 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
             cd.onprogress?.({ loaded: r.body.length, total: r.body.length, lengthComputable: true, time: t_ms - last_event_ms });
             emitted_bytes = r.body.length;
           }
+          const done_ms = Number.isFinite(t.done_ms) ? t.done_ms : performance.now(); // a segment fetched ahead may have been in for a while
+          const prev_ms = taken ? last_complete_ms.get(media_type!) : undefined;
+          const from_ms = prev_ms !== undefined && prev_ms < done_ms ? Math.max(t.started_ms, prev_ms) : t.started_ms;
+          if (whole_segment && r.head.status < 300) last_complete_ms.set(media_type!, done_ms);
           if (o.onComplete && r.head.status < 300) {
             o.onComplete({
               bytes: r.body.length,
-              duration_ms: performance.now() - started_ms,
-              media_type: typeof dr?.mediaType === "string" ? dr.mediaType : null,
+              duration_ms: Math.max(1e-3, done_ms - from_ms),
+              media_type,
               type: typeof dr?.type === "string" ? dr.type : null,
               bitrate_kbps: typeof dr?.bandwidth === "number" ? dr.bandwidth / 1000 : Number.NaN,
-              segment_s: typeof dr?.duration === "number" ? dr.duration : Number.NaN,
-              start_s: typeof dr?.startTime === "number" ? dr.startTime : Number.NaN,
-              rep_id: dr?.representation?.id !== undefined && dr.representation.id !== null ? String(dr.representation.id) : null,
+              segment_s,
+              start_s,
+              rep_id,
+              ...(taken ? { fetched_ahead: true } : {}),
             });
           }
           cd.onloadend?.();
         },
         (e: unknown) => {
+          t.listeners.delete(onData);
           if (finished) return;
           finish();
           const f = failureStatus(e);
@@ -394,6 +519,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         return;
       }
       for (const a of [...inflight.values()]) a();
+      for (const m of [...ahead.keys()]) dropAhead(m, "discarded");
     }
     return { load, abort, reset: () => abort(), resetInitialSettings: () => abort(), getXhr: () => null };
   };

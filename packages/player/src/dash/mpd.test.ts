@@ -6,7 +6,7 @@
  * (lab/nuwa_lab/dashgen/layouts.py `segmentbase`, rendition 1).
  */
 import { describe, expect, it } from "vitest";
-import { checkMpd, NuwaContentError, parseSidx, SegmentSizes, segmentIndexPlan } from "./mpd.js";
+import { checkMpd, expandNumberTemplate, NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
 
 const mpd = (body: string, attrs = 'type="static"') =>
   `<?xml version="1.0"?><MPD xmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:cenc="urn:mpeg:cenc:2013" ${attrs} mediaPresentationDuration="PT8S"><Period id="0">${body}</Period></MPD>`;
@@ -94,5 +94,29 @@ describe("segment sizes: SegmentList, SegmentBase and the sidx", () => {
     expect(s.upcomingBytes("1", 4.01, 5)).toBe((171772 + 179863) / 2); // from the segment starting at 4 s
     expect(s.upcomingBytes("1", 9, 2)).toBeNull();
     expect(s.upcomingBytes("0", 0, 2)).toBeNull();
+  });
+});
+
+describe("segmentTemplates / nextSegmentPath (the loader's fetch-ahead)", () => {
+  const GEN = `<AdaptationSet contentType="video" mimeType="video/mp4"><Representation id="3" codecs="avc1.64001e" bandwidth="1850000"><SegmentTemplate timescale="1000000" duration="2000000" initialization="init-$RepresentationID$.m4s" media="seg-$RepresentationID$-$Number%05d$.m4s" startNumber="1" /></Representation></AdaptationSet>`;
+  it("the generated content's template: the segment after the one at a start, checked against its path", () => {
+    const [t] = segmentTemplates(mpd(GEN), "https://h:1/content/manifest.mpd");
+    expect(t).toMatchObject({ rep_id: "3", start_number: 1, segment_s: 2, bandwidth_bps: 1850000 });
+    expect(nextSegmentPath(t!, "/content/seg-3-00004.m4s", 6)).toBe("/content/seg-3-00005.m4s");
+    expect(nextSegmentPath(t!, "/content/seg-3-00004.m4s", 8)).toBeNull(); // the start names another segment: nothing guessed
+    expect(nextSegmentPath(t!, "/content/seg-3-00004.m4s", Number.NaN)).toBeNull();
+  });
+  it("AdaptationSet-level templates, startNumber 0 and $Bandwidth$; $Time$ and SegmentTimeline are left out", () => {
+    const as = `<AdaptationSet contentType="audio" mimeType="audio/mp4"><SegmentTemplate media="a/$Bandwidth$/$Number$.m4s" duration="4" startNumber="0" /><Representation id="a0" bandwidth="64000" /></AdaptationSet>`;
+    const time = `<AdaptationSet contentType="video"><Representation id="t" bandwidth="1"><SegmentTemplate media="v-$Time$.m4s" duration="2" /></Representation></AdaptationSet>`;
+    const tl = `<AdaptationSet contentType="video"><Representation id="l" bandwidth="1"><SegmentTemplate media="v-$Number$.m4s"><SegmentTimeline><S t="0" d="2" r="3" /></SegmentTimeline></SegmentTemplate></Representation></AdaptationSet>`;
+    const ts = segmentTemplates(mpd(as + time + tl + VIDEO), "https://h:1/c/m.mpd");
+    expect(ts.map((t) => t.rep_id)).toEqual(["a0", "v0"]);
+    expect(nextSegmentPath(ts[0]!, "/c/a/64000/2.m4s", 8)).toBe("/c/a/64000/3.m4s");
+    expect(nextSegmentPath(ts[1]!, "/c/v-1.m4s", 0)).toBe("/c/v-2.m4s");
+  });
+  it("expandNumberTemplate: $$, widths, and null for an identifier it does not expand", () => {
+    expect(expandNumberTemplate("x$$-$RepresentationID$-$Number%03d$-$Bandwidth$", "r", 5, 7)).toBe("x$-r-007-5");
+    expect(expandNumberTemplate("v-$SubNumber$.m4s", "r", 5, 7)).toBeNull();
   });
 });

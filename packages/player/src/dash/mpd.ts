@@ -5,7 +5,9 @@
  *   of dash.js waiting for a licence, a live edge or a decoder that never comes;
  * - `segmentIndexPlan`: where the real segment sizes of each representation are: in the MPD
  *   itself (SegmentList `mediaRange`) or in a sidx box (SegmentBase `indexRange`), which the
- *   glue then fetches over the session (`parseSidx`) so the MPC plans with real sizes.
+ *   glue then fetches over the session (`parseSidx`) so the MPC plans with real sizes;
+ * - `segmentTemplates` / `nextSegmentPath`: the URL of the segment after a given one for
+ *   SegmentTemplate content numbered by `$Number$`, for the loader's fetch-ahead (loader.ts).
  * Supported and unsupported MPD features: docs/CONTENT.md.
  */
 
@@ -260,4 +262,79 @@ export class SegmentSizes {
     const take = segs.slice(i, i + Math.max(1, n));
     return take.reduce((a, s) => a + s.bytes, 0) / take.length;
   }
+}
+
+/** A representation's `$Number$` SegmentTemplate (ISO/IEC 23009-1 §5.3.9.4), as `nextSegmentPath` reads it. */
+export interface NumberTemplate {
+  /** Representation@id. */
+  rep_id: string;
+  /** Representation@bandwidth, bit/s (for `$Bandwidth$`). */
+  bandwidth_bps: number;
+  /** The `media` template and the URL it resolves against (the BaseURL chain). */
+  media: string;
+  base_url: string;
+  /** `startNumber` (default 1) and the segment duration, s (`duration` ÷ `timescale`). */
+  start_number: number;
+  segment_s: number;
+}
+
+/**
+ * Every representation whose SegmentTemplate (its own, else its AdaptationSet's) numbers media
+ * segments with `$Number$` and a fixed `duration` (no SegmentTimeline, no `$Time$`), first
+ * Period that names the id wins. Other addressing is left out: no fetch-ahead for it.
+ * @param text the MPD; @param mpd_url its absolute URL
+ */
+export function segmentTemplates(text: string, mpd_url: string): NumberTemplate[] {
+  const doc = parseMpdXml(text);
+  if (!doc) return [];
+  const out: NumberTemplate[] = [];
+  const seen = new Set<string>();
+  for (const as of elements(doc, "AdaptationSet")) {
+    for (const rep of children(as, "Representation")) {
+      const rep_id = rep.getAttribute("id") ?? "";
+      const t = children(rep, "SegmentTemplate")[0] ?? children(as, "SegmentTemplate")[0];
+      if (!rep_id || seen.has(rep_id) || !t || children(t, "SegmentTimeline").length > 0) continue;
+      const media = t.getAttribute("media") ?? "";
+      const segment_s = Number(t.getAttribute("duration") ?? "NaN") / Number(t.getAttribute("timescale") ?? "1");
+      const start_number = Number(t.getAttribute("startNumber") ?? "1");
+      if (!/\$Number(%0\d+d)?\$/.test(media) || media.includes("$Time") || !(segment_s > 0) || !Number.isInteger(start_number)) continue;
+      seen.add(rep_id);
+      out.push({ rep_id, bandwidth_bps: Number(rep.getAttribute("bandwidth") ?? "NaN"), media, base_url: resolveBase(rep, mpd_url), start_number, segment_s });
+    }
+  }
+  return out;
+}
+
+/**
+ * Expand a media template's identifiers (ISO/IEC 23009-1 §5.3.9.4.4, Table 16): `$$`,
+ * `$RepresentationID$`, `$Number$` and `$Bandwidth$`, each optionally with a `%0<width>d`
+ * format tag (zero-padded to width). `$Time$` and `$SubNumber$` are not expanded (null).
+ */
+export function expandNumberTemplate(media: string, rep_id: string, bandwidth_bps: number, number: number): string | null {
+  let failed = false;
+  const s = media.replace(/\$(\w*)(%0(\d+)d)?\$/g, (_m, id: string, _fmt, width?: string) => {
+    const pad = (v: number) => (width ? String(v).padStart(Number(width), "0") : String(v));
+    if (id === "") return "$";
+    if (id === "RepresentationID") return rep_id;
+    if (id === "Number") return pad(number);
+    if (id === "Bandwidth" && Number.isFinite(bandwidth_bps)) return pad(bandwidth_bps);
+    failed = true;
+    return "";
+  });
+  return failed ? null : s;
+}
+
+/**
+ * The URL path of the segment after the one at `path` (a media segment of `t` starting at
+ * `start_s` into its Period), or null when `path` is not the template's segment for that start
+ * (the number is read from the start and checked against the path: nothing is guessed).
+ */
+export function nextSegmentPath(t: NumberTemplate, path: string, start_s: number): string | null {
+  if (!Number.isFinite(start_s) || start_s < 0) return null;
+  const n = t.start_number + Math.round(start_s / t.segment_s);
+  const url = (k: number) => {
+    const m = expandNumberTemplate(t.media, t.rep_id, t.bandwidth_bps, k);
+    return m === null ? null : new URL(m, t.base_url).pathname;
+  };
+  return url(n) === path ? url(n + 1) : null;
 }
