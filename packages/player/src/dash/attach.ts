@@ -103,7 +103,7 @@ export interface FetchAheadTelemetry extends FetchAheadEvent {
 
 /**
  * The standing wait from which `fetch_ahead: "standing"` fetches ahead, s: the switching rule's
- * threshold for a queue that is not ours (server/nuwa_server/switch_policy.py RuleConfig, 50 ms).
+ * threshold for a queue that is not ours (server/nuwa_server/switch_policy.py RuleConfig.queue_floor_ms, 50 ms).
  */
 export const FETCH_AHEAD_STANDING_WAIT_S = 0.05;
 

@@ -490,3 +490,23 @@ describe("NuwaLoader: fetch-ahead (the next segment requested while this one arr
     expect(plain.calls).toHaveLength(1);
   });
 });
+
+describe("NuwaLoader: a fetch-ahead nobody asks for", () => {
+  it("is let go after the default deadline, reported failed when it had failed (the segment after the last one: 404)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    const s = fakeSession([serve(BYTES, 8), async () => {
+      throw new NuwaRequestError("not found", 404, "http");
+    }]);
+    const loader = makeNuwaLoader(async () => s, { default_timeout_ms: 5000, fetchAhead: () => "/v/seg-31.m4s", onFetchAhead: (e) => void events.push(e) })() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+    const a = dashRequest("https://h:1/v/seg-30.m4s");
+    (a.req.customData as { request?: unknown }).request = { type: "MediaSegment", mediaType: "video", startTime: 58, duration: 2 };
+    loader.load(a.req, a.res);
+    for (let i = 0; i < 50 && (a.events.length === 0 || s.calls.length < 2); i++) await Promise.resolve();
+    expect(a.events).toEqual(["loadend"]);
+    await Promise.resolve();
+    expect(events).toEqual([]);
+    vi.advanceTimersByTime(5000);
+    expect(events).toEqual([{ path: "/v/seg-31.m4s", media_type: "video", outcome: "failed", bytes: 0 }]);
+  });
+});

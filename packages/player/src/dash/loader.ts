@@ -359,7 +359,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
     const t = startTransfer(session, path, undefined, o.max_resumes);
     // Never taken within a request's deadline (dash.js stopped, seeked elsewhere): let it go.
     const timer = setTimeout(() => {
-      if (ahead.get(media_type)?.t === t) dropAhead(media_type, "discarded");
+      if (ahead.get(media_type)?.t === t) dropAhead(media_type, t.failed ? "failed" : "discarded");
     }, o.default_timeout_ms);
     ahead.set(media_type, { t, media_type, timer });
   };
