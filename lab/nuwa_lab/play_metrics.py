@@ -195,8 +195,10 @@ def frozen_picture(page: dict[str, Any]) -> tuple[float, int] | None:
     more than ``FROZEN_LAG_S`` behind the media clock (``media_s``) and the video buffered ahead
     is below ``DRY_BUFFER_S``, outside any stall; the interval to the next sample (250 ms) counts
     when either end is frozen and it starts outside a stall. The lag threshold makes the figure
-    short of the truth by up to ``FROZEN_LAG_S`` per episode. Returns (seconds, episodes), or
-    None when the samples carry no frame times.
+    short of the truth by up to ``FROZEN_LAG_S`` per episode. An episode adjacent to a declared
+    stall (running into it, or starting within one sample after it ends) is part of that stall's
+    event, not an episode of its own. Returns (seconds, episodes), or None when the samples carry
+    no frame times.
     """
     samples = page.get("samples") or []
     if not any(s.get("frame_media_s") is not None for s in samples):
@@ -214,16 +216,18 @@ def frozen_picture(page: dict[str, Any]) -> tuple[float, int] | None:
         return (float(s["media_s"]) - float(f) > FROZEN_LAG_S
                 and float(s.get("buffer_s") or 0.0) < DRY_BUFFER_S)
 
-    # An episode that runs into a declared stall is that stall's start, not another episode.
+    # An episode that runs into a declared stall is that stall's start, and one that begins within
+    # a sample of a stall's end (the element resumed on audio while the video had not arrived yet)
+    # is that stall's end: neither is another episode. The time counts either way.
     total_s = 0.0
     episodes = 0
     open_episode = False
-    for a, b in zip(samples, samples[1:], strict=False):
+    for i, (a, b) in enumerate(zip(samples, samples[1:], strict=False)):
         now = (frozen_at(a) or frozen_at(b)) and not in_stall(a)
         if now:
             total_s += (float(b["t_us"]) - float(a["t_us"])) / 1e6
             if not open_episode:
-                episodes += 1
+                episodes += 0 if i > 0 and in_stall(samples[i - 1]) else 1
                 open_episode = True
             if in_stall(b):
                 episodes -= 1

@@ -237,6 +237,28 @@ def test_frozen_picture_counts_the_clock_running_past_a_still_picture():
     assert frozen_picture(page) == (pytest.approx(1.25), 1)
 
 
+def test_frozen_picture_after_a_stall_is_that_stall_not_another():
+    """Seen in CI (e2e/outage.e2e.test.ts, thirty-first session): the element left its stall on
+    audio (4.5 s) while the video segment came 0.75 s later; the picture stood still from the stall
+    into that time. One freeze for the viewer: one rebuffering event, all of its time counted."""
+    page = frozen_page()
+    for s in page["samples"]:
+        t_s = s["t_us"] / 1e6
+        if 4.5 <= t_s < 5.25:  # after the stall: the clock runs on audio, the picture stays put
+            s["frame_media_s"], s["buffer_s"] = 3.0, 0.0
+    frozen = frozen_picture(page)
+    # seen from 4.75 s (lag 0.25 at 4.75, 0.5 at 5.0): 0.5 s after the stall, 0.75 s before it
+    assert frozen == (pytest.approx(0.75 + 0.5), 0)
+    assert qoe(page)["rebuffer_count"] == 1
+    # a freeze that begins after normal playback resumed (5.5 s on) is an event of its own
+    later = frozen_page()
+    for s in later["samples"]:
+        if 5.25 <= s["t_us"] / 1e6 < 6.0:
+            s["frame_media_s"], s["buffer_s"] = 3.75, 0.0
+    assert frozen_picture(later) == (pytest.approx(0.75 + 0.5), 1)
+    assert qoe(later)["rebuffer_count"] == 2
+
+
 def test_frozen_picture_needs_a_dry_buffer_and_frame_times():
     page = frozen_page()
     for s in page["samples"]:
