@@ -77,6 +77,52 @@ function predictorInputs(src: EstimateSource, basis: string): { rtt_s: number; c
   return { rtt_s, capacity_basis, peak_kbps: e ? e.peak_rtt_rate_bps / 1000 : Number.NaN };
 }
 
+/**
+ * dash.js 5.2's default throughput average (`streaming.abr.throughput.averageCalculationMode`
+ * EWMA; read from the shipped dash.all.min.js 5.2.1, ThroughputModel's EWMA update and
+ * ThroughputController's EWMA estimate): two exponentially weighted averages of per-segment
+ * samples, each sample weighted `weight_per_ms` × its download time in ms, half-lives `fast_half_life`
+ * and `slow_half_life` in those weight units, each corrected for its start at zero, and the lower
+ * of the two handed out (a fall shows within the fast half-life, a rise only as the slow average
+ * follows). dash.js's rules are tuned on that figure; with `estimate: "nuwa"` and `smoothing:
+ * "dashjs_ewma"` Nuwa's per-segment figure goes through the same average, so the comparison with
+ * dash.js's own estimate changes the samples only (issue 15's one factor).
+ */
+export class DashjsEwma {
+  private fast_kbps = 0;
+  private slow_kbps = 0;
+  private total_weight = 0;
+  /** dash.js 5.2.1 defaults (`streaming.abr.throughput.ewma`: throughputFastHalfLifeSeconds 3, throughputSlowHalfLifeSeconds 8, weightDownloadTimeMultiplicationFactor 0.0015). */
+  constructor(
+    readonly fast_half_life = 3,
+    readonly slow_half_life = 8,
+    readonly weight_per_ms = 0.0015,
+  ) {}
+
+  /**
+   * Add one segment's sample.
+   * @param kbps the sample, kbit/s (finite, > 0; others are ignored, as dash.js drops them)
+   * @param download_ms the segment's download time, ms (> 0; others are ignored)
+   */
+  add(kbps: number, download_ms: number): void {
+    if (!(Number.isFinite(kbps) && kbps > 0 && Number.isFinite(download_ms) && download_ms > 0)) return;
+    const w = this.weight_per_ms * download_ms;
+    const a_fast = 0.5 ** (w / this.fast_half_life);
+    const a_slow = 0.5 ** (w / this.slow_half_life);
+    this.fast_kbps = (1 - a_fast) * kbps + a_fast * this.fast_kbps;
+    this.slow_kbps = (1 - a_slow) * kbps + a_slow * this.slow_kbps;
+    this.total_weight += w;
+  }
+
+  /** The lower of the two bias-corrected averages, kbit/s; NaN before any sample. */
+  estimateKbps(): number {
+    if (!(this.total_weight > 0)) return Number.NaN;
+    const fast = this.fast_kbps / (1 - 0.5 ** (this.total_weight / this.fast_half_life));
+    const slow = this.slow_kbps / (1 - 0.5 ** (this.total_weight / this.slow_half_life));
+    return Math.min(fast, slow);
+  }
+}
+
 /** dash.js's own ThroughputController methods (the parent the extension wraps). */
 export interface ThroughputParent {
   getAverageThroughput(type: string, mode?: unknown, n?: number): number;
@@ -92,6 +138,9 @@ export interface ThroughputParent {
  * `onParent` receives dash.js's original methods (bound) once dash.js builds the controller.
  * With `history` (completed segment downloads per media type) the figure handed out is what
  * the flow can get (`achievableKbps`: capacity × measured share), not the raw capacity.
+ * With `smoothed` as well (per media type; attachNuwa adds each completed segment's
+ * `achievableKbps` to it), the figure is that average (`DashjsEwma`: dash.js's own smoothing)
+ * once it has a sample, and the figure now before.
  */
 export function makeThroughputOverride(
   src: EstimateSource,
@@ -100,6 +149,7 @@ export function makeThroughputOverride(
   safety_factor = 0.9,
   onParent?: (parent: ThroughputParent) => void,
   history?: (media_type: string) => MpcHistory,
+  smoothed?: (media_type: string) => DashjsEwma,
 ): () => object {
   return function NuwaThroughput(this: { parent: ThroughputParent }) {
     // dash.js (FactoryMaker, override=true) copies our methods onto the parent
@@ -117,7 +167,12 @@ export function makeThroughputOverride(
       if (type === "video") onDashjsEstimate?.(kbps);
       return kbps;
     };
-    const ours = (type: string) => (history ? achievableKbps(src, history(type)) : estimateKbps(src));
+    const ours = (type: string) => {
+      if (!history) return estimateKbps(src);
+      const now_kbps = achievableKbps(src, history(type)); // also sets the next sample's predicted capacity
+      const avg_kbps = smoothed ? smoothed(type).estimateKbps() : Number.NaN;
+      return Number.isFinite(avg_kbps) ? avg_kbps : now_kbps;
+    };
     return {
       getAverageThroughput: (type: string, mode?: unknown, n?: number) => {
         const theirs = own(type, mode, n);

@@ -11,7 +11,7 @@ import { type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
-import { type AbrDecision, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions, standingWaitS } from "./abr.js";
+import { type AbrDecision, achievableKbps, DashjsEwma, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions, standingWaitS } from "./abr.js";
 import { type FetchAheadEvent, type FetchAheadQuery, makeNuwaLoader } from "./loader.js";
 import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
 import { checkMpd, type NumberTemplate, type NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
@@ -66,6 +66,14 @@ export interface AttachOptions {
    * `dashjs`: dash.js keeps its own, untouched (no extension).
    */
   estimate?: "nuwa" | "dashjs";
+  /**
+   * With `abr: "dashjs", estimate: "nuwa"`: how the figure dash.js's rules see is smoothed.
+   * `"dashjs_ewma"`: each completed segment's `achievableKbps` goes through dash.js's own
+   * average (abr.ts `DashjsEwma`: the lower of two EWMAs, half-lives 3 and 8, dash.js 5's default
+   * ThroughputModel), so its rules, tuned on a smoothed figure, see Nuwa's samples in it.
+   * `"none"`: the figure at the instant the rules ask.
+   */
+  estimate_smoothing?: "dashjs_ewma" | "none";
   preset?: Preset;
   onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent | FetchAheadTelemetry) => void;
   /**
@@ -219,6 +227,14 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   // over the session once the MPD is in; the MPC reads the next segments' sizes from the media
   // position after the last completed segment of each type.
   const sizes = new SegmentSizes();
+  // dash.js's average over Nuwa's per-segment figure (estimate_smoothing), per media type.
+  const smoothing = abr === "dashjs" && (o.estimate ?? "nuwa") === "nuwa" && (o.estimate_smoothing ?? "none") === "dashjs_ewma";
+  const averages = new Map<string, DashjsEwma>();
+  const smoothed = (t: string) => {
+    const a = averages.get(t) ?? new DashjsEwma();
+    averages.set(t, a);
+    return a;
+  };
   const next_start_s = new Map<string, number>();
   let content_error: NuwaContentError | null = null;
   const isTypeSupported =
@@ -244,6 +260,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         if (d.type !== "MediaSegment" || !d.media_type) return;
         const h = history(d.media_type);
         h.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: d.bitrate_kbps, segment_s: d.segment_s, predicted_kbps: h.next_predicted_kbps });
+        if (smoothing) smoothed(d.media_type).add(achievableKbps(src, h), d.duration_ms); // dash.js's own sample weight: the download time
         if (Number.isFinite(d.start_s) && Number.isFinite(d.segment_s)) next_start_s.set(d.media_type, d.start_s + d.segment_s);
       },
       onManifest: (text, url) => {
@@ -283,6 +300,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
           own_throughput.get = (type) => parent.getAverageThroughput(type);
         },
         abr === "dashjs" ? history : undefined, // dash.js's rules get what the flow can fetch; the MPC scores its own history
+        smoothing ? smoothed : undefined,
       ),
       true,
     );

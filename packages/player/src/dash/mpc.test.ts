@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ABANDON_MIN_ELAPSED_MS, achievableKbps, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, type NuwaMpcOptions, recentRateKbps, standingWaitS } from "./abr.js";
+import { ABANDON_MIN_ELAPSED_MS, achievableKbps, DashjsEwma, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, type NuwaMpcOptions, recentRateKbps, standingWaitS } from "./abr.js";
 import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
@@ -357,6 +357,53 @@ describe("robustThroughputKbps and MpcHistory", () => {
     // without a history (the MPC path) the raw estimate passes, as before
     const raw = (makeThroughputOverride(src, true) as typeof ext).call({ parent });
     expect(raw.getAverageThroughput("video")).toBeCloseTo(20000, 6);
+  });
+
+  it("DashjsEwma is dash.js 5's default average: per-segment samples weighted 0.0015 × download ms, half-lives 3 and 8, bias-corrected, the lower", () => {
+    const a = new DashjsEwma();
+    expect(a.estimateKbps()).toBeNaN(); // no sample: dash.js returns NaN too
+    a.add(4000, 1000); // weight 1.5
+    expect(a.estimateKbps()).toBeCloseTo(4000, 9); // one sample: both corrected averages are the sample
+    a.add(Number.NaN, 1000); // dropped
+    a.add(1000, 0); // dropped
+    a.add(1000, 2000); // a fall, weight 3
+    // by hand: fast = (1 − 2^−0.5)·4000 after the first, then 2^−1 of it plus (1 − 2^−1)·1000; corrected by 1 − 2^−(4.5/3)
+    const f1 = (1 - 0.5 ** 0.5) * 4000;
+    const fast = (0.5 * f1 + 0.5 * 1000) / (1 - 0.5 ** 1.5);
+    const s1 = (1 - 0.5 ** (1.5 / 8)) * 4000;
+    const slow = (0.5 ** (3 / 8) * s1 + (1 - 0.5 ** (3 / 8)) * 1000) / (1 - 0.5 ** (4.5 / 8));
+    expect(fast).toBeLessThan(slow);
+    expect(a.estimateKbps()).toBeCloseTo(fast, 9);
+    // a rise shows only as the slow average follows: the figure stays below the new level for several segments
+    const b = new DashjsEwma();
+    for (let i = 0; i < 10; i++) b.add(1000, 2000);
+    b.add(8000, 500);
+    expect(b.estimateKbps()).toBeLessThan(1500);
+    for (let i = 0; i < 20; i++) b.add(8000, 500); // 20 fast downloads: 15 weight units, under two slow half-lives
+    expect(b.estimateKbps()).toBeLessThan(7000);
+    for (let i = 0; i < 20; i++) b.add(8000, 500);
+    expect(b.estimateKbps()).toBeGreaterThan(7000);
+  });
+
+  it("with the EWMA, dash.js's rules see the average of each segment's achievable figure, and the figure now before the first sample", () => {
+    const h = new MpcHistory();
+    let capacity_bps = 20e6;
+    const controller = { minRttSampleUs: 50_000, estimate: () => ({ bps: capacity_bps, basis: "busy_period", busy_rate_bps: capacity_bps }) };
+    const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+    const avg = new DashjsEwma();
+    const parent = { getAverageThroughput: () => 1234, getSafeAverageThroughput: () => 1000, getAverageLatency: () => 80 };
+    const ext = makeThroughputOverride(src, true, undefined, 0.9, undefined, () => h, () => avg) as (this: { parent: typeof parent }) => { getAverageThroughput(t: string): number; getSafeAverageThroughput(t: string): number };
+    const mine = ext.call({ parent });
+    expect(mine.getAverageThroughput("video")).toBeCloseTo(12000, 6); // no sample yet: capacity × prior share
+    avg.add(achievableKbps(src, h), 800);
+    capacity_bps = 40e6; // a spike: the figure now doubles, the average does not follow at once
+    expect(mine.getAverageThroughput("video")).toBeCloseTo(12000, 6);
+    expect(h.next_predicted_kbps).toBe(40000); // the decision still records the capacity it was made on
+    avg.add(achievableKbps(src, h), 800);
+    const after = mine.getAverageThroughput("video");
+    expect(after).toBeGreaterThan(12000);
+    expect(after).toBeLessThan(24000 * 0.8); // two samples in: still below the figure now (24 Mbit/s)
+    expect(mine.getSafeAverageThroughput("video")).toBeCloseTo(after * 0.9, 6);
   });
 });
 
