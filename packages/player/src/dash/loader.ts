@@ -330,7 +330,7 @@ function startTransfer(session: () => Promise<RequestSession>, path: string, ran
 export function makeNuwaLoader(session: () => Promise<RequestSession>, options: Partial<LoaderOptions> = {}): () => object {
   const o = { ...DEFAULT_LOADER_OPTIONS, ...options };
   // Segments fetched ahead, one per media type at most; shared by every loader dash.js makes.
-  const ahead = new Map<string, { t: Transfer; media_type: string; timer: ReturnType<typeof setTimeout> }>();
+  const ahead = new Map<string, { t: Transfer; timer: ReturnType<typeof setTimeout> }>(); // media type → its segment fetched ahead
   const last_complete_ms = new Map<string, number>(); // per media type: the previous segment's completion
   const dropAhead = (media_type: string, outcome: "discarded" | "failed") => {
     const a = ahead.get(media_type);
@@ -361,7 +361,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
     const timer = setTimeout(() => {
       if (ahead.get(media_type)?.t === t) dropAhead(media_type, t.failed ? "failed" : "discarded");
     }, o.default_timeout_ms);
-    ahead.set(media_type, { t, media_type, timer });
+    ahead.set(media_type, { t, timer });
   };
   return function NuwaLoader() {
     const inflight = new Map<CommonMediaRequest, () => void>();
