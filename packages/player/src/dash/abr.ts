@@ -9,7 +9,7 @@
  *    and returns the decision with its reason.
  */
 import type { NuwaController } from "@nuwa/cc";
-import { MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcHysteresis, robustThroughputKbps } from "./mpc.js";
+import { MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcHysteresis, robustThroughputKbps, transferShare } from "./mpc.js";
 
 /** A source of the current estimate in kbit/s (dash.js's unit) and the latency in ms. */
 export interface EstimateSource {
@@ -52,12 +52,17 @@ export function estimateKbps(src: EstimateSource): number {
  * 1 + the prediction's recent error, as the MPC plans: on T-Mobile UMTS dash.js's fast switching
  * still refetched buffered segments at higher rungs after each dark spell, and on LTE the rules
  * picked lower rungs (mean QoE 1.92 against dash.js's own estimate's 2.11 in one invocation).
+ * `share`: `"download"` measures the share over each download from its request less one RTT
+ * (mpc.ts `flowShare`, what the MPC plans with); `"transfer"` over the first body byte to the
+ * last (mpc.ts `transferShare`), the figure dash.js's own sample measures and its rules expect
+ * (its latency is averaged apart).
  */
-export function achievableKbps(src: EstimateSource, history: MpcHistory): number {
+export function achievableKbps(src: EstimateSource, history: MpcHistory, share: "download" | "transfer" = "download"): number {
   const { kbps, basis } = estimateWithBasis(src);
   if (!(kbps > 0)) return Number.NaN;
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
   history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
+  if (share === "transfer" && capacity_basis === "busy_period") return kbps * transferShare(history);
   return robustThroughputKbps(kbps, capacity_basis, history, rtt_s, peak_kbps).predicted_kbps;
 }
 
@@ -140,7 +145,7 @@ export interface ThroughputParent {
  * the flow can get (`achievableKbps`: capacity × measured share), not the raw capacity.
  * With `smoothed` as well (per media type; attachNuwa adds each completed segment's
  * `achievableKbps` to it), the figure is that average (`DashjsEwma`: dash.js's own smoothing)
- * once it has a sample, and the figure now before.
+ * once it has a sample, and the figure now before. `share` is `achievableKbps`'s.
  */
 export function makeThroughputOverride(
   src: EstimateSource,
@@ -150,6 +155,7 @@ export function makeThroughputOverride(
   onParent?: (parent: ThroughputParent) => void,
   history?: (media_type: string) => MpcHistory,
   smoothed?: (media_type: string) => DashjsEwma,
+  share: "download" | "transfer" = "download",
 ): () => object {
   return function NuwaThroughput(this: { parent: ThroughputParent }) {
     // dash.js (FactoryMaker, override=true) copies our methods onto the parent
@@ -169,7 +175,7 @@ export function makeThroughputOverride(
     };
     const ours = (type: string) => {
       if (!history) return estimateKbps(src);
-      const now_kbps = achievableKbps(src, history(type)); // also sets the next sample's predicted capacity
+      const now_kbps = achievableKbps(src, history(type), share); // also sets the next sample's predicted capacity
       const avg_kbps = smoothed ? smoothed(type).estimateKbps() : Number.NaN;
       return Number.isFinite(avg_kbps) ? avg_kbps : now_kbps;
     };

@@ -74,6 +74,12 @@ export interface AttachOptions {
    * `"none"`: the figure at the instant the rules ask.
    */
   estimate_smoothing?: "dashjs_ewma" | "none";
+  /**
+   * With `abr: "dashjs", estimate: "nuwa"`: what the share of the capacity the figure hands out is
+   * measured on (abr.ts `achievableKbps`): `"download"`, each segment from its request less one
+   * RTT; `"transfer"`, its first body byte to the last, as dash.js measures its own samples.
+   */
+  estimate_share?: "download" | "transfer";
   preset?: Preset;
   onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent | FetchAheadTelemetry) => void;
   /**
@@ -229,6 +235,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   const sizes = new SegmentSizes();
   // dash.js's average over Nuwa's per-segment figure (estimate_smoothing), per media type.
   const smoothing = abr === "dashjs" && (o.estimate ?? "nuwa") === "nuwa" && (o.estimate_smoothing ?? "none") === "dashjs_ewma";
+  const share = o.estimate_share ?? "download";
   const averages = new Map<string, DashjsEwma>();
   const smoothed = (t: string) => {
     const a = averages.get(t) ?? new DashjsEwma();
@@ -259,8 +266,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       onComplete: (d) => {
         if (d.type !== "MediaSegment" || !d.media_type) return;
         const h = history(d.media_type);
-        h.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: d.bitrate_kbps, segment_s: d.segment_s, predicted_kbps: h.next_predicted_kbps });
-        if (smoothing) smoothed(d.media_type).add(achievableKbps(src, h), d.duration_ms); // dash.js's own sample weight: the download time
+        h.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: d.bitrate_kbps, segment_s: d.segment_s, predicted_kbps: h.next_predicted_kbps, transfer_s: d.transfer_ms / 1000 });
+        if (smoothing) smoothed(d.media_type).add(achievableKbps(src, h, share), d.duration_ms); // weight: the download time from the request (dash.js's: from the first byte)
         if (Number.isFinite(d.start_s) && Number.isFinite(d.segment_s)) next_start_s.set(d.media_type, d.start_s + d.segment_s);
       },
       onManifest: (text, url) => {
@@ -301,6 +308,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         },
         abr === "dashjs" ? history : undefined, // dash.js's rules get what the flow can fetch; the MPC scores its own history
         smoothing ? smoothed : undefined,
+        share,
       ),
       true,
     );

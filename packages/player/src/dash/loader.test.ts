@@ -303,6 +303,23 @@ describe("onComplete (issue 15: the ABR's realized segment throughput)", () => {
     expect(done[0]).toMatchObject({ bytes: 40, media_type: "video", type: "MediaSegment", bitrate_kbps: 2850, segment_s: 2 });
     expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(0);
   });
+
+  it("reports the transfer time apart (first body byte to last, dash.js's own download time): a 60 ms wait for the first byte is in duration_ms only", async () => {
+    const late: Handler = async (req, o) => {
+      await new Promise((r) => setTimeout(r, 60));
+      return serve(BYTES, 8)(req, o);
+    };
+    const s = fakeSession([late]);
+    const done: LoadedRequest[] = [];
+    const loader = makeNuwaLoader(async () => s, { onComplete: (d) => void done.push(d) })() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+    const { req, res, events } = dashRequest("https://h:1/v/seg-1.m4s");
+    (req.customData as Record<string, unknown>).request = { mediaType: "video", type: "MediaSegment", bandwidth: 2_850_000, duration: 2 };
+    loader.load(req, res);
+    await until(() => events.length > 0);
+    expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(55);
+    expect(done[0]!.transfer_ms).toBeLessThan(done[0]!.duration_ms - 40);
+    expect(done[0]!.transfer_ms).toBeGreaterThan(0);
+  });
 });
 
 describe("NuwaLoader: ranges, CMCD, the manifest check (issue 19)", () => {

@@ -124,6 +124,13 @@ export interface LoadedRequest {
   bytes: number;
   /** Request start to complete body, ms (performance.now clock). */
   duration_ms: number;
+  /**
+   * First body byte to complete body, ms: dash.js's own download time for its throughput sample
+   * (`streaming.abr.throughput.useDeadTimeLatency`, on by default, leaves the time to first byte
+   * out); from the same start as `duration_ms` when that is later (fetched ahead). NaN when no
+   * byte was timed (an empty body).
+   */
+  transfer_ms: number;
   media_type: string | null;
   type: string | null;
   bitrate_kbps: number;
@@ -302,11 +309,14 @@ interface Transfer {
   failed: boolean;
   /** performance.now() when its last byte arrived, ms (NaN before). */
   done_ms: number;
+  /** performance.now() when its first body byte arrived, ms (NaN before). */
+  first_byte_ms: number;
 }
 
 function startTransfer(session: () => Promise<RequestSession>, path: string, range: [number, number] | undefined, max_resumes: number, cmcd?: string): Transfer {
-  const t: Transfer = { path, started_ms: performance.now(), ac: new AbortController(), loaded: 0, total: 0, listeners: new Set(), result: Promise.resolve() as never, failed: false, done_ms: Number.NaN };
+  const t: Transfer = { path, started_ms: performance.now(), ac: new AbortController(), loaded: 0, total: 0, listeners: new Set(), result: Promise.resolve() as never, failed: false, done_ms: Number.NaN, first_byte_ms: Number.NaN };
   t.result = fetchResumable(session, path, range, t.ac.signal, max_resumes, (n, total) => {
+    if (n > 0 && !Number.isFinite(t.first_byte_ms)) t.first_byte_ms = performance.now();
     t.loaded = n;
     t.total = total;
     for (const l of [...t.listeners]) l(n, total);
@@ -488,6 +498,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
             o.onComplete({
               bytes: r.body.length,
               duration_ms: Math.max(1e-3, done_ms - from_ms),
+              transfer_ms: Number.isFinite(t.first_byte_ms) ? Math.max(1e-3, done_ms - Math.max(t.first_byte_ms, from_ms)) : Number.NaN,
               media_type,
               type: typeof dr?.type === "string" ? dr.type : null,
               bitrate_kbps: typeof dr?.bandwidth === "number" ? dr.bandwidth / 1000 : Number.NaN,

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ABANDON_MIN_ELAPSED_MS, achievableKbps, DashjsEwma, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, type NuwaMpcOptions, recentRateKbps, standingWaitS } from "./abr.js";
-import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, mpcStep, robustThroughputKbps } from "./mpc.js";
+import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, mpcStep, robustThroughputKbps, transferShare } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
 const bytesOf = (ladder: readonly number[], seg_s = 2, ratio = 1) => ladder.map((k) => (k * 1000 * seg_s * ratio) / 8);
@@ -357,6 +357,24 @@ describe("robustThroughputKbps and MpcHistory", () => {
     // without a history (the MPC path) the raw estimate passes, as before
     const raw = (makeThroughputOverride(src, true) as typeof ext).call({ parent });
     expect(raw.getAverageThroughput("video")).toBeCloseTo(20000, 6);
+  });
+
+  it("with the transfer share, the figure is capacity × what segment transfers got from first byte to last (dash.js's own sample), not from the request", () => {
+    const h = new MpcHistory();
+    const controller = { minRttSampleUs: 50_000, estimate: () => ({ bps: 20e6, basis: "busy_period", busy_rate_bps: 20e6 }) };
+    const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+    expect(achievableKbps(src, h, "transfer")).toBeCloseTo(20000 * 0.6, 6); // the prior share before any segment
+    // 1 MB in 0.85 s from the request, of which 0.5 s from the first byte: 16 Mbit/s over the transfer, share 0.8
+    for (let i = 0; i < 3; i++) h.add({ bytes: 1_000_000, duration_s: 0.85, bitrate_kbps: 4300, segment_s: 2, predicted_kbps: 20000, transfer_s: 0.5 });
+    expect(transferShare(h)).toBeCloseTo(0.8, 9);
+    expect(achievableKbps(src, h, "transfer")).toBeCloseTo(16000, 6);
+    expect(achievableKbps(src, h)).toBeCloseTo(10000, 6); // the download share: 0.8 s less one RTT → 10 Mbit/s
+    // samples without a transfer time do not count; clamped to [0.2, 1]
+    const g = new MpcHistory();
+    g.add({ bytes: 1_000_000, duration_s: 0.85, bitrate_kbps: 4300, segment_s: 2, predicted_kbps: 20000 });
+    expect(transferShare(g)).toBe(MPC_DEFAULTS.flow_share_prior);
+    g.add({ bytes: 1_000_000, duration_s: 0.85, bitrate_kbps: 4300, segment_s: 2, predicted_kbps: 2000, transfer_s: 0.1 });
+    expect(transferShare(g)).toBe(1);
   });
 
   it("DashjsEwma is dash.js 5's default average: per-segment samples weighted 0.0015 × download ms, half-lives 3 and 8, bias-corrected, the lower", () => {

@@ -214,6 +214,8 @@ export interface SegmentSample {
   segment_s: number;
   /** Nuwa's capacity estimate when the request left, kbit/s (busy-period basis only; NaN otherwise). */
   predicted_kbps: number;
+  /** First body byte to complete, s (dash.js's own download time, without the time to first byte); absent or NaN when unknown. */
+  transfer_s?: number;
 }
 
 /** What the MPC rule keeps between decisions (one per media type). */
@@ -303,11 +305,25 @@ export const MPC_DEFAULTS = {
  * estimate of realized ÷ capacity, within [0.2, 1]; `MPC_DEFAULTS.flow_share_prior` without any.
  */
 export function flowShare(history: MpcHistory, rtt_s: number): number {
-  const r = history.samples.filter((s) => s.predicted_kbps > 0).map((s) => MpcHistory.realizedKbps(s, rtt_s) / s.predicted_kbps);
+  return medianShare(history.samples.filter((s) => s.predicted_kbps > 0).map((s) => MpcHistory.realizedKbps(s, rtt_s) / s.predicted_kbps));
+}
+
+/** Median of the ratios within [0.2, 1]; `MPC_DEFAULTS.flow_share_prior` for none. */
+function medianShare(r: number[]): number {
   if (r.length === 0) return MPC_DEFAULTS.flow_share_prior;
   r.sort((a, b) => a - b);
   const mid = r.length % 2 === 1 ? r[(r.length - 1) / 2]! : (r[r.length / 2 - 1]! + r[r.length / 2]!) / 2;
   return Math.min(1, Math.max(0.2, mid));
+}
+
+/**
+ * Share of Nuwa's capacity estimate a segment's transfer got, first body byte to last (dash.js's
+ * own throughput sample: `useDeadTimeLatency` leaves the time to first byte out): median over the
+ * samples with a capacity estimate and a transfer time of (bytes ÷ transfer time) ÷ capacity,
+ * within [0.2, 1]; `MPC_DEFAULTS.flow_share_prior` without any.
+ */
+export function transferShare(history: MpcHistory): number {
+  return medianShare(history.samples.filter((s) => s.predicted_kbps > 0 && (s.transfer_s ?? Number.NaN) > 0).map((s) => (s.bytes * 8) / 1000 / s.transfer_s! / s.predicted_kbps));
 }
 
 /**
