@@ -39,7 +39,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   cubic: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
   dashjs_nuwa_estimate: { mode: "control", abr: "dashjs", estimate: "nuwa" },
-  dashjs_nuwa_ewma: { mode: "control", abr: "dashjs", estimate: "nuwa", estimate_smoothing: "dashjs_ewma" },
+  dashjs_nuwa_instant: { mode: "control", abr: "dashjs", estimate: "nuwa", estimate_smoothing: "none" },
   dashjs_nuwa_transfer: { mode: "control", abr: "dashjs", estimate: "nuwa", estimate_share: "transfer" },
   nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
   nuwa_rule: { mode: "control", abr: "nuwa_rule", estimate: "nuwa" },

@@ -13,7 +13,8 @@ const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trac
                           changed; only the loader carries requests over the session) over
                           the server's cubic (old name: cubic)
     dashjs_grants         the same dash.js over Nuwa's grants
-    dashjs_nuwa_estimate  dash.js's rules fed Nuwa's estimate, grants
+    dashjs_nuwa_estimate  dash.js's rules fed Nuwa's estimate (through dash.js's own
+                          EWMA), grants
     nuwa                  Nuwa ABR on Nuwa's estimate, grants (default)
     nuwa_cubic            Nuwa ABR on Nuwa's estimate over the server's cubic, no grants
                           (old name: observe)
