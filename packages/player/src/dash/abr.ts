@@ -89,7 +89,7 @@ function predictorInputs(src: EstimateSource, basis: string): { rtt_s: number; c
  * samples, each sample weighted `weight_per_ms` × its download time in ms, half-lives `fast_half_life`
  * and `slow_half_life` in those weight units, each corrected for its start at zero, and the lower
  * of the two handed out (a fall shows within the fast half-life, a rise only as the slow average
- * follows). dash.js's rules are tuned on that figure; with `estimate: "nuwa"` and `smoothing:
+ * follows). dash.js's rules are tuned on that figure; with `estimate: "nuwa"` and `estimate_smoothing:
  * "dashjs_ewma"` Nuwa's per-segment figure goes through the same average, so the comparison with
  * dash.js's own estimate changes the samples only (issue 15's one factor).
  */
