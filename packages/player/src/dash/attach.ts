@@ -79,8 +79,10 @@ export interface AttachOptions {
   estimate_smoothing?: "dashjs_ewma" | "none";
   /**
    * With `abr: "dashjs", estimate: "nuwa"`: what the share of the capacity the figure hands out is
-   * measured on (abr.ts `achievableKbps`): `"download"`, each segment from its request less one
-   * RTT; `"transfer"`, its first body byte to the last, as dash.js measures its own samples.
+   * measured on (abr.ts `achievableKbps`): `"download"` (default), each segment from its request
+   * less one RTT; `"transfer"`, its first body byte to the last, as dash.js measures its own
+   * samples (opt-in: 1.49 against 1.21 mean QoE on the six dev traces, two runs a cell, one
+   * invocation; docs/BENCHMARKS.md, thirty-second session).
    */
   estimate_share?: "download" | "transfer";
   preset?: Preset;
