@@ -78,7 +78,8 @@ for (const t of traces) {
   for (const v of names) {
     const here: Cell[] = [];
     for (const s of starts) {
-      const r = simulateVideo({ trace: rotateTrace(base, s % period), ladder, duration_s, abr: mpcAbr(variants[v]) });
+      // the player's buffer target follows the variant's, as attachNuwa sets dash.js's bufferTimeDefault to it
+      const r = simulateVideo({ trace: rotateTrace(base, s % period), ladder, duration_s, buffer_cap_s: variants[v]!.buffer_cap_s, abr: mpcAbr(variants[v]) });
       here.push({ trace: t.name, path: t.path, start_ms: s, variant: v, qoe: r.qoe, rebuffer_s: r.rebuffer_s, switches: r.switches, up_switches: r.up_switches, down_switches: r.down_switches, reversals: r.reversals, mean_kbps: r.mean_kbps, startup_s: r.startup_s, played_chunks: r.played_chunks });
     }
     cells.push(...here);
