@@ -85,18 +85,29 @@ def played_chunks(page: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
     (``start_s`` < the furthest media time sampled; without ``start_s`` it counts);
     it carries the last download of that position. Returns (played chunks in media
     order, ``{"chunks_downloaded", "redownloaded_chunks", "redownloaded_bytes",
-    "abandoned_requests", "abandoned_bytes"}``).
+    "redownloaded_lower_chunks", "redownloaded_lower_bytes", "abandoned_requests",
+    "abandoned_bytes"}``). ``redownloaded_lower_*``: the re-downloads at a lower rung than
+    the copy they replace, and those copies' bytes: dash.js's fast switching replaces the
+    buffer from 1.5 segments past the playhead after an up-switch (StreamProcessor
+    ``_prepareForFastQualitySwitch``, ``setExplicitBufferingTime``), and when its
+    AbandonRequestsRule then abandons the first replacement the player goes on from there
+    at the abandonment's lower rung, over the better copies already buffered.
     """
     chunks = page.get("chunks") or []
     played_to_s = max((float(s["media_s"]) for s in page.get("samples") or []), default=None)
     last: dict[int, dict[str, Any]] = {}
     redl_chunks = 0
     redl_bytes = 0
+    lower_chunks = 0
+    lower_bytes = 0
     for c in chunks:
         i = int(c["index"])
         if i in last:
             redl_chunks += 1
             redl_bytes += int(last[i].get("bytes") or 0)  # the superseded download was wasted
+            if float(c["bitrate_kbps"]) < float(last[i]["bitrate_kbps"]):
+                lower_chunks += 1
+                lower_bytes += int(last[i].get("bytes") or 0)
         last[i] = c
     played = [
         c for i, c in sorted(last.items())
@@ -107,6 +118,8 @@ def played_chunks(page: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
         "chunks_downloaded": len(chunks),
         "redownloaded_chunks": redl_chunks,
         "redownloaded_bytes": redl_bytes,
+        "redownloaded_lower_chunks": lower_chunks,
+        "redownloaded_lower_bytes": lower_bytes,
         "abandoned_requests": len(abandoned),
         "abandoned_bytes": sum(int(a.get("bytes") or 0) for a in abandoned),
     }
@@ -400,6 +413,8 @@ def play_metrics(run_dir: Path, trace: Path, scheme: str, delay_ms: float,
         "chunks_downloaded": q["chunks_downloaded"],
         "redownloaded_chunks": q["redownloaded_chunks"],
         "redownloaded_bytes": q["redownloaded_bytes"],
+        "redownloaded_lower_chunks": q["redownloaded_lower_chunks"],
+        "redownloaded_lower_bytes": q["redownloaded_lower_bytes"],
         "abandoned_requests": q["abandoned_requests"],
         "abandoned_bytes": q["abandoned_bytes"],
         # segments the loader fetched ahead (attachNuwa fetch_ahead): taken by dash.js, or wasted

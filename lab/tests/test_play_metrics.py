@@ -54,8 +54,29 @@ def test_qoe_counts_each_played_position_once_with_its_last_download():
     assert q["chunks_downloaded"] == 5
     assert q["redownloaded_chunks"] == 1
     assert q["redownloaded_bytes"] == 250_000  # the superseded 1 Mbit/s copy of position 2
+    assert q["redownloaded_lower_chunks"] == 0  # replaced by a higher rung (fast switching)
+    assert q["redownloaded_lower_bytes"] == 0
     assert q["abandoned_requests"] == 1
     assert q["abandoned_bytes"] == 100_000
+
+
+def test_redownloads_at_a_lower_rung_are_counted_apart_with_the_better_copies_bytes():
+    # an up-switch replaced positions 1.. at 3 Mbit/s; that replacement was abandoned and the
+    # player went on from position 1 at 1 Mbit/s over the 2 Mbit/s copies already buffered
+    page = page_with_redownload()
+    page["chunks"] = [
+        {"t_us": 1e6, "bitrate_kbps": 2000, "index": 0, "start_s": 0.0, "bytes": 500_000},
+        {"t_us": 2e6, "bitrate_kbps": 2000, "index": 1, "start_s": 2.0, "bytes": 500_000},
+        {"t_us": 3e6, "bitrate_kbps": 2000, "index": 2, "start_s": 4.0, "bytes": 510_000},
+        {"t_us": 4e6, "bitrate_kbps": 1000, "index": 1, "start_s": 2.0, "bytes": 250_000},
+        {"t_us": 5e6, "bitrate_kbps": 1000, "index": 2, "start_s": 4.0, "bytes": 250_000},
+        {"t_us": 6e6, "bitrate_kbps": 3000, "index": 2, "start_s": 4.0, "bytes": 750_000},
+    ]
+    q = qoe(page)
+    assert q["redownloaded_chunks"] == 3
+    assert q["redownloaded_lower_chunks"] == 2
+    assert q["redownloaded_lower_bytes"] == 500_000 + 510_000  # the 2 Mbit/s copies of 1 and 2
+    assert q["redownloaded_bytes"] == 500_000 + 510_000 + 250_000
 
 
 def with_durations(page: dict) -> dict:
