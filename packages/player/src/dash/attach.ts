@@ -82,7 +82,9 @@ export interface AttachOptions {
    * measured on (abr.ts `achievableKbps`): `"download"` (default), each segment from its request
    * less one RTT; `"transfer"`, its first body byte to the last, as dash.js measures its own
    * samples (opt-in: 1.49 against 1.21 mean QoE on the six dev traces, two runs a cell, one
-   * invocation; docs/BENCHMARKS.md, thirty-second session).
+   * invocation, thirty-second session; not reproduced at three runs a cell in the thirty-third,
+   * 0.85 against 1.38, with more up-switches whose fast-switch replacements were abandoned on
+   * T-Mobile LTE; docs/BENCHMARKS.md).
    */
   estimate_share?: "download" | "transfer";
   preset?: Preset;
