@@ -40,6 +40,8 @@ def _metric(m: dict[str, Any], name: str) -> float | None:
         q = m.get("queuing_delay_ms") or {}
         x = q.get("p95")
         return float(x) if isinstance(x, int | float) else None
+    if name == "lower":  # segments fetched again at a lower rung than the copy they replaced
+        return g("redownloaded_lower_chunks")
     key = {"qoe": "qoe_per_chunk", "opt": "qoe_optimum", "frac": "qoe_fraction",
            "bitrate": "bitrate_kbps_mean", "switches": "switches", "startup": "startup_s"}[name]
     return g(key)
@@ -76,23 +78,27 @@ def issue15_section(cells: CellsLike, q: int, bulk_oracle_p95: dict[str, float] 
           "the real segment sizes and the run's own start-up (lab/nuwa_lab/"
           "abr_optimum.py: DP at 100 ms resolution, sequential downloads, no buffer cap). "
           "`QoE/opt` = mean over runs of the run's QoE ÷ its own optimum; `wasted MB` = "
-          "re-downloaded + abandoned bytes. QoE, kbit/s and switches count what was shown: a "
+          "re-downloaded + abandoned bytes; `lower` = segments fetched again at a lower rung "
+          "than the copy they replaced, per run (dash.js's fast-switch replacement abandoned "
+          "and continued below; play_metrics `redownloaded_lower_chunks`). QoE, kbit/s and "
+          "switches count what was shown: a "
           "position's bitrate is that of the frames presented over it (play_metrics "
           "`rendered_rates`; a run whose page logged no frame sizes: its last download, "
           "`quality_basis` in the run's summary).", ""]
     head = ["trace", "scheme", "QoE", "optimum", "QoE/opt", "rebuffer", "switches", "startup s",
-            "kbit/s", "wasted MB", "Qd p95 ms"]
+            "kbit/s", "wasted MB", "lower", "Qd p95 ms"]
     rows = []
     for t in traces:
         for s in schemes:
             v = {n: cell(cells, t, s, q, n) for n in
                  ("qoe", "opt", "frac", "rebuf", "switches", "startup", "bitrate", "wasted_mb",
-                  "p95")}
+                  "lower", "p95")}
             if v["qoe"] is None:
                 continue
             rows.append([t, s, _f(v["qoe"]), _f(v["opt"]), _f(v["frac"], 0, True),
                          _f(v["rebuf"], 2, True), _f(v["switches"], 1), _f(v["startup"]),
-                         _f(v["bitrate"], 0), _f(v["wasted_mb"]), _f(v["p95"], 0)])
+                         _f(v["bitrate"], 0), _f(v["wasted_mb"]), _f(v["lower"], 1),
+                         _f(v["p95"], 0)])
     md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(r) + " |" for r in rows] + [""]
     md += ["Issue 15 targets (Nuwa = `nuwa`, dash.js default = `dashjs`):", ""]
