@@ -105,7 +105,8 @@ def played_chunks(page: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
         if i in last:
             redl_chunks += 1
             redl_bytes += int(last[i].get("bytes") or 0)  # the superseded download was wasted
-            if float(c["bitrate_kbps"]) < float(last[i]["bitrate_kbps"]):
+            # a missing rate compares as NaN: not counted as lower
+            if float(c.get("bitrate_kbps", "nan")) < float(last[i].get("bitrate_kbps", "nan")):
                 lower_chunks += 1
                 lower_bytes += int(last[i].get("bytes") or 0)
         last[i] = c

@@ -83,8 +83,8 @@ export interface AttachOptions {
    * less one RTT; `"transfer"`, its first body byte to the last, as dash.js measures its own
    * samples (opt-in: 1.49 against 1.21 mean QoE on the six dev traces, two runs a cell, one
    * invocation, thirty-second session; not reproduced at three runs a cell in the thirty-third,
-   * 0.85 against 1.38, with more up-switches whose fast-switch replacements were abandoned on
-   * T-Mobile LTE; docs/BENCHMARKS.md).
+   * 0.85 against 1.38: on T-Mobile LTE more switches, and more of dash.js's fast-switch
+   * replacements abandoned and continued at a lower rung; docs/BENCHMARKS.md).
    */
   estimate_share?: "download" | "transfer";
   preset?: Preset;
