@@ -34,13 +34,14 @@ let stopping = false;
 const status = document.getElementById("status")!;
 
 /** The ladder's schemes as attachNuwa options (old names: cubic = dashjs, observe = nuwa_cubic). */
-const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "estimate_smoothing" | "estimate_share" | "mpc" | "fetch_ahead">> = {
+const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "estimate_smoothing" | "estimate_share" | "estimate_sample" | "mpc" | "fetch_ahead">> = {
   dashjs: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   cubic: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
   dashjs_nuwa_estimate: { mode: "control", abr: "dashjs", estimate: "nuwa" },
   dashjs_nuwa_instant: { mode: "control", abr: "dashjs", estimate: "nuwa", estimate_smoothing: "none" },
   dashjs_nuwa_transfer: { mode: "control", abr: "dashjs", estimate: "nuwa", estimate_share: "transfer" },
+  dashjs_nuwa_sustained: { mode: "control", abr: "dashjs", estimate: "nuwa", estimate_sample: "min_over_download" },
   nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
   nuwa_rule: { mode: "control", abr: "nuwa_rule", estimate: "nuwa" },
   nuwa_deepcap: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { deep_from_s: 8 } },

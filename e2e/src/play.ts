@@ -56,9 +56,11 @@ export type PlayPlayer = (typeof PLAYERS)[number];
  * `estimate_smoothing: "none"`: the figure at the instant the rules ask; the default before the thirty-second
  * session, whose invocation ran it as `dashjs_nuwa_estimate` and the average as `dashjs_nuwa_ewma`);
  * `dashjs_nuwa_transfer`, `dashjs_nuwa_estimate` with the share of the capacity measured over each segment's
- * transfer, first byte to last (`estimate_share: "transfer"`).
+ * transfer, first byte to last (`estimate_share: "transfer"`); `dashjs_nuwa_sustained`, `dashjs_nuwa_estimate`
+ * with each segment's sample the lower of the figure at its request and at its completion
+ * (`estimate_sample: "min_over_download"`).
  */
-export const PLAY_EXTRA = ["nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "dashjs_nuwa_instant", "dashjs_nuwa_transfer"] as const;
+export const PLAY_EXTRA = ["nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained"] as const;
 export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr", "dashjs_pbq"];
 /**
  * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
@@ -69,7 +71,7 @@ export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTR
  */
 export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
 /** Each player's schemes and its default one. */
 export const PLAYER_SCHEMES: Record<PlayPlayer, { schemes: readonly PlayScheme[]; default: PlayScheme }> = {
   dashjs: { schemes: PLAY_SCHEMES, default: "nuwa" },

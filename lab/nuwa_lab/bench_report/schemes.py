@@ -20,14 +20,16 @@ LADDER_STEPS = (
 NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic", "nuwa_deepcap",
                                    "nuwa_robustmpc", "nuwa_nohyst", "nuwa_hyst", "nuwa_ahead",
                                    "dashjs_nuwa_ewma", "dashjs_nuwa_instant",
-                                   "dashjs_nuwa_transfer"})
+                                   "dashjs_nuwa_transfer", "dashjs_nuwa_sustained"})
 """Video schemes whose ABR decides on Nuwa's estimate (the others on dash.js's own);
 ``nuwa_robustmpc``: the twenty-eighth session's name of the shipped MPC (its report regenerates);
 ``nuwa_hyst``: the thirtieth session's name of the MPC with switch hysteresis, now ``nuwa``, and
 ``nuwa_nohyst`` the MPC without it; ``nuwa_ahead`` the MPC with the loader's fetch-ahead;
 ``dashjs_nuwa_ewma`` the thirty-second session's name of dash.js's rules on Nuwa's figure through
 dash.js's own EWMA, now ``dashjs_nuwa_estimate``, and ``dashjs_nuwa_instant`` the figure without it;
-``dashjs_nuwa_transfer`` the same rules on Nuwa's figure with the share measured per transfer."""
+``dashjs_nuwa_transfer`` the same rules on Nuwa's figure with the share measured per transfer;
+``dashjs_nuwa_sustained`` with each segment's sample the lower of the figure at its request and
+at its completion."""
 BULK_SCHEME_ORDER = ("nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_bbr", "oracle",
                      "cubic", "reno", "bbr", "pbq", "dashjs", "dashjs_nuwa_estimate", "observe")
 """Order of the bulk schemes in tables and plots."""
@@ -38,6 +40,6 @@ COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_backlog": "C7", "nuwa_raw":
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "nuwa_deepcap": "C9", "nuwa_robustmpc": "C8",
           "nuwa_nohyst": "C8", "nuwa_hyst": "C6", "nuwa_ahead": "C7",
-          "dashjs_nuwa_ewma": "C5", "dashjs_nuwa_instant": "C5", "dashjs_nuwa_transfer": "C9",
+          "dashjs_nuwa_ewma": "C5", "dashjs_nuwa_instant": "C5", "dashjs_nuwa_transfer": "C9", "dashjs_nuwa_sustained": "C8",
           "aimd": "C3"}
 """Matplotlib colour of each scheme in the plots (others: ``C5``)."""

@@ -55,13 +55,14 @@ export function estimateKbps(src: EstimateSource): number {
  * `share`: `"download"` measures the share over each download from its request less one RTT
  * (mpc.ts `flowShare`, what the MPC plans with); `"transfer"` over the first body byte to the
  * last (mpc.ts `transferShare`), the figure dash.js's own sample measures and its rules expect
- * (its latency is averaged apart).
+ * (its latency is averaged apart). `record` (default true): set the history's
+ * `next_predicted_kbps`; false reads the figure without changing what the next segment is scored on.
  */
-export function achievableKbps(src: EstimateSource, history: MpcHistory, share: "download" | "transfer" = "download"): number {
+export function achievableKbps(src: EstimateSource, history: MpcHistory, share: "download" | "transfer" = "download", record = true): number {
   const { kbps, basis } = estimateWithBasis(src);
   if (!(kbps > 0)) return Number.NaN;
   const { rtt_s, capacity_basis, peak_kbps } = predictorInputs(src, basis);
-  history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
+  if (record) history.next_predicted_kbps = capacity_basis === "busy_period" ? kbps : Number.NaN;
   if (share === "transfer" && capacity_basis === "busy_period") return kbps * transferShare(history);
   return robustThroughputKbps(kbps, capacity_basis, history, rtt_s, peak_kbps).predicted_kbps;
 }
@@ -80,6 +81,22 @@ function predictorInputs(src: EstimateSource, basis: string): { rtt_s: number; c
   const e = c?.estimate(src.now_us());
   const capacity_basis = basis === "busy_period" || Number.isFinite(e?.busy_rate_bps ?? Number.NaN) ? "busy_period" : basis;
   return { rtt_s, capacity_basis, peak_kbps: e ? e.peak_rtt_rate_bps / 1000 : Number.NaN };
+}
+
+/**
+ * The sample a completed segment hands dash.js's average with `estimate_sample:
+ * "min_over_download"` (attachNuwa): the lower of the figure when its request left and the one
+ * when it completed, kbit/s, so a rise enters the average only once it has lasted a whole
+ * download, and a fall at once. Either figure missing (NaN or ≤ 0): the other; both: NaN.
+ * Why (docs/BENCHMARKS.md, thirty-third session): dash.js's fast switching refetches the
+ * buffer after an up-switch, and an abandoned first replacement continues at a lower rung over
+ * the better copies buffered; an up-switch the next download cannot sustain starts that.
+ */
+export function sustainedSampleKbps(at_request_kbps: number, at_complete_kbps: number): number {
+  const ok = (x: number) => Number.isFinite(x) && x > 0;
+  if (ok(at_request_kbps) && ok(at_complete_kbps)) return Math.min(at_request_kbps, at_complete_kbps);
+  if (ok(at_complete_kbps)) return at_complete_kbps;
+  return ok(at_request_kbps) ? at_request_kbps : Number.NaN;
 }
 
 /**

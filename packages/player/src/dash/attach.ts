@@ -11,7 +11,7 @@ import { type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
-import { type AbrDecision, achievableKbps, DashjsEwma, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions, standingWaitS } from "./abr.js";
+import { type AbrDecision, achievableKbps, DashjsEwma, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions, standingWaitS, sustainedSampleKbps } from "./abr.js";
 import { type FetchAheadEvent, type FetchAheadQuery, makeNuwaLoader } from "./loader.js";
 import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
 import { checkMpd, type NumberTemplate, type NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
@@ -87,6 +87,14 @@ export interface AttachOptions {
    * replacements abandoned and continued at a lower rung; docs/BENCHMARKS.md).
    */
   estimate_share?: "download" | "transfer";
+  /**
+   * With `abr: "dashjs", estimate: "nuwa"` and the `"dashjs_ewma"` smoothing: which figure a
+   * completed segment adds to the average. `"end"` (default): the figure when it completed;
+   * `"min_over_download"`: the lower of that and the figure when its request left (abr.ts
+   * `sustainedSampleKbps`: a rise counts once it lasted a download). Opt-in, lab scheme
+   * `dashjs_nuwa_sustained`; measured in docs/BENCHMARKS.md, thirty-third session.
+   */
+  estimate_sample?: "end" | "min_over_download";
   preset?: Preset;
   onTelemetry?: (e: TelemetryEvent | TunerEvent | { type: "abr"; t_us: number; decision: AbrDecision } | ContentErrorEvent | FetchAheadTelemetry) => void;
   /**
@@ -243,6 +251,8 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   // dash.js's average over Nuwa's per-segment figure (estimate_smoothing), per media type.
   const smoothing = abr === "dashjs" && (o.estimate ?? "nuwa") === "nuwa" && (o.estimate_smoothing ?? "dashjs_ewma") === "dashjs_ewma";
   const share = o.estimate_share ?? "download";
+  const sample_min = smoothing && o.estimate_sample === "min_over_download";
+  const at_request = new Map<string, number>(); // media type → the figure when its last segment request left
   const averages = new Map<string, DashjsEwma>();
   const smoothed = (t: string) => {
     const a = averages.get(t) ?? new DashjsEwma();
@@ -274,9 +284,18 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         if (d.type !== "MediaSegment" || !d.media_type) return;
         const h = history(d.media_type);
         h.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: d.bitrate_kbps, segment_s: d.segment_s, predicted_kbps: h.next_predicted_kbps, transfer_s: d.transfer_ms / 1000 });
-        if (smoothing) smoothed(d.media_type).add(achievableKbps(src, h, share), d.duration_ms); // weight: the download time from the request (dash.js's: from the first byte)
+        const at_end = smoothing ? achievableKbps(src, h, share) : Number.NaN;
+        const sample = sample_min ? sustainedSampleKbps(at_request.get(d.media_type) ?? Number.NaN, at_end) : at_end;
+        if (smoothing) smoothed(d.media_type).add(sample, d.duration_ms); // weight: the download time from the request (dash.js's: from the first byte)
         if (Number.isFinite(d.start_s) && Number.isFinite(d.segment_s)) next_start_s.set(d.media_type, d.start_s + d.segment_s);
       },
+      ...(sample_min
+        ? {
+            onRequest: (q: { type: string | null; media_type: string | null }) => {
+              if (q.type === "MediaSegment" && q.media_type) at_request.set(q.media_type, achievableKbps(src, history(q.media_type), share, false));
+            },
+          }
+        : {}),
       onManifest: (text, url) => {
         const err = checkMpd(text, { isTypeSupported });
         if (err) {

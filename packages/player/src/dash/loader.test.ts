@@ -322,6 +322,23 @@ describe("onComplete (issue 15: the ABR's realized segment throughput)", () => {
   });
 });
 
+describe("onRequest (the figure when a segment's request leaves: attachNuwa estimate_sample)", () => {
+  it("is called once per request with dash.js's request and media type, before any body byte, and before onComplete", async () => {
+    const s = fakeSession([serve(BYTES, 8)]);
+    const seen: string[] = [];
+    const loader = makeNuwaLoader(async () => s, {
+      onRequest: (q) => void seen.push(`request ${q.type} ${q.media_type}`),
+      onComplete: (d) => void seen.push(`complete ${d.bytes}`),
+    })() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+    const { req, res, events } = dashRequest("https://h:1/v/seg-1.m4s");
+    (req.customData as Record<string, unknown>).request = { mediaType: "video", type: "MediaSegment", bandwidth: 2_850_000, duration: 2 };
+    loader.load(req, res);
+    expect(seen).toEqual(["request MediaSegment video"]); // synchronously, with the request
+    await until(() => events.length > 0);
+    expect(seen).toEqual(["request MediaSegment video", "complete 40"]);
+  });
+});
+
 describe("NuwaLoader: ranges, CMCD, the manifest check (issue 19)", () => {
   type L = { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
   it("an open-ended Range asks the server for the rest of the file; the answer is 206 with those bytes", async () => {

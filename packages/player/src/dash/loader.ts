@@ -88,6 +88,12 @@ export interface LoaderOptions {
    */
   onComplete?: (done: LoadedRequest) => void;
   /**
+   * Called when a request leaves, before its transfer starts (or a segment fetched ahead is
+   * taken over), with dash.js's request type ("MediaSegment", "MPD", ...) and media type when
+   * it carries them.
+   */
+  onRequest?: (q: { type: string | null; media_type: string | null }) => void;
+  /**
    * Called with the MPD's text (dash.js request type "MPD") before dash.js gets it; an Error
    * returned fails the request (status 0, the error's message as statusText) instead.
    */
@@ -443,6 +449,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       const start_s = typeof dr?.startTime === "number" ? dr.startTime : Number.NaN;
       // A whole media segment may be one fetched ahead (module doc); any other request is fetched now.
       const whole_segment = dr?.type === "MediaSegment" && media_type !== null && !range;
+      o.onRequest?.({ type: typeof dr?.type === "string" ? dr.type : null, media_type });
       const taken = whole_segment ? takeAhead(media_type, url.pathname) : null;
       const t = taken ?? startTransfer(session, url.pathname, range, o.max_resumes, cmcd);
       transfer = t;

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ABANDON_MIN_ELAPSED_MS, achievableKbps, DashjsEwma, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, type NuwaMpcOptions, recentRateKbps, standingWaitS } from "./abr.js";
+import { ABANDON_MIN_ELAPSED_MS, achievableKbps, DashjsEwma, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, type NuwaMpcOptions, recentRateKbps, standingWaitS, sustainedSampleKbps } from "./abr.js";
 import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, mpcStep, robustThroughputKbps, transferShare } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
@@ -573,5 +573,22 @@ describe("NuwaAbandonRule (dash.js abandonFragmentRules)", () => {
     // 750 kbit/s (187.5 kB, 6.05 s: a 0.05 s stall) beats 300 (no stall, but 0.45 lower and a larger switch)
     const { rule, ctx } = setup(5_000_000, "window_per_rtt");
     expect(rule.shouldAbandon(ctx("video", request())).representation?.bitrateInKbit).toBe(750);
+  });
+});
+
+describe("sustainedSampleKbps (attachNuwa estimate_sample: \"min_over_download\")", () => {
+  it("hands the average a rise only once it lasted the download, a fall at once", () => {
+    expect(sustainedSampleKbps(4000, 9000)).toBe(4000); // rose during the download: the figure it started on
+    expect(sustainedSampleKbps(9000, 4000)).toBe(4000); // fell: the figure at the end
+    const avg = new DashjsEwma();
+    for (const [a, b] of [[5000, 5000], [5000, 20000], [20000, 20000]] as const) avg.add(sustainedSampleKbps(a, b), 1000);
+    const plain = new DashjsEwma();
+    for (const b of [5000, 20000, 20000]) plain.add(b, 1000);
+    expect(avg.estimateKbps()).toBeLessThan(plain.estimateKbps()); // one download later into the average
+  });
+  it("falls back to the figure it has when the other is missing, NaN without either", () => {
+    expect(sustainedSampleKbps(Number.NaN, 3000)).toBe(3000);
+    expect(sustainedSampleKbps(3000, Number.NaN)).toBe(3000);
+    expect(sustainedSampleKbps(0, -1)).toBeNaN();
   });
 });
