@@ -40,6 +40,7 @@ COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_backlog": "C7", "nuwa_raw":
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "nuwa_deepcap": "C9", "nuwa_robustmpc": "C8",
           "nuwa_nohyst": "C8", "nuwa_hyst": "C6", "nuwa_ahead": "C7",
-          "dashjs_nuwa_ewma": "C5", "dashjs_nuwa_instant": "C5", "dashjs_nuwa_transfer": "C9", "dashjs_nuwa_sustained": "C8",
+          "dashjs_nuwa_ewma": "C5", "dashjs_nuwa_instant": "C5", "dashjs_nuwa_transfer": "C9",
+          "dashjs_nuwa_sustained": "C8",
           "aimd": "C3"}
 """Matplotlib colour of each scheme in the plots (others: ``C5``)."""
