@@ -286,14 +286,16 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         if (d.type !== "MediaSegment" || !d.media_type) return;
         const h = history(d.media_type);
         h.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: d.bitrate_kbps, segment_s: d.segment_s, predicted_kbps: h.next_predicted_kbps, transfer_s: d.transfer_ms / 1000 });
-        const at_end = smoothing ? achievableKbps(src, h, share) : Number.NaN;
-        const sample = sample_min ? sustainedSampleKbps(at_request.get(d.media_type) ?? Number.NaN, at_end) : at_end;
-        if (smoothing) smoothed(d.media_type).add(sample, d.duration_ms); // weight: the download time from the request (dash.js's: from the first byte)
+        if (smoothing) {
+          const at_end = achievableKbps(src, h, share);
+          const sample = sample_min ? sustainedSampleKbps(at_request.get(d.media_type) ?? Number.NaN, at_end) : at_end;
+          smoothed(d.media_type).add(sample, d.duration_ms); // weight: the download time from the request (dash.js's: from the first byte)
+        }
         if (Number.isFinite(d.start_s) && Number.isFinite(d.segment_s)) next_start_s.set(d.media_type, d.start_s + d.segment_s);
       },
       ...(sample_min
         ? {
-            onRequest: (q: { type: string | null; media_type: string | null }) => {
+            onRequest: (q) => {
               if (q.type === "MediaSegment" && q.media_type) at_request.set(q.media_type, achievableKbps(src, history(q.media_type), share, false));
             },
           }
