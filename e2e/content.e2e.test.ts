@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildPages } from "./src/build-pages.js";
 import { ensureLayouts, runPlay } from "./src/play.js";
-import { FUNCTIONAL_P99_LATENESS_MS, onValidEmulator } from "./src/valid-run.js";
+import { functionalEmulatorProblems, onFunctionalEmulator } from "./src/valid-run.js";
 
 const LONG = process.env.NUWA_LONG === "1";
 const TRACE = "traces/4G/mahimahi-verizon-lte-short.mahi";
@@ -71,20 +71,16 @@ describe("plays DASH VOD from other packagers (ffmpeg layouts)", () => {
     async (layout) => {
       const out = `out/e2e/content-${layout}`;
       const cmcd = layout === "timeline"; // one run with dash.js's CMCD on (query mode)
-      // Runs of a few seconds: a void one (the emulator could not keep time) costs little to
-      // measure again, so up to two more (a clean-clone CI saw two void runs in a row here).
-      const s = (await onValidEmulator(
+      // These claims are functional (plays, no error, grants obeyed, the index read): a run void
+      // for measurement only (p99 lateness over 2 ms, a CI host gave 2.4 ms three times running)
+      // is kept if the emulator's log passes its own checks and its lateness stays under
+      // FUNCTIONAL_P99_LATENESS_MS, far below a 2 s segment's time.
+      const s = (await onFunctionalEmulator(
         `content ${layout}`,
         () => runPlay({ trace: TRACE, scheme: "nuwa", duration_s: PLAY_S, out_dir: out, content: dirs[layout], build_pages: false, ...(cmcd ? { page_params: { cmcd: "query" } } : {}) }),
         3,
       )) as Summary;
-      // These claims are functional (plays, no error, grants obeyed, the index read): a third
-      // run that is still void only for lateness (a CI host gave p99 2.4 ms, max 4.9 ms, three
-      // times running) is kept if the emulator's log passes its own consistency checks and
-      // its lateness stays under FUNCTIONAL_P99_LATENESS_MS, far below a 2 s segment's time.
-      if (!s.emulator.valid) console.log(`content ${layout}: kept a run void for measurement only (${(s.emulator.invalid_reasons ?? []).join("; ")}); its claims are functional`);
-      expect((s.emulator.invalid_reasons ?? []).filter((r) => !r.startsWith("p99 lateness")), "emulator log checks").toEqual([]);
-      expect(s.emulator.lateness_ms.p99 ?? Number.POSITIVE_INFINITY, `emulator lateness ${JSON.stringify(s.emulator.lateness_ms)}`).toBeLessThanOrEqual(FUNCTIONAL_P99_LATENESS_MS);
+      expect(functionalEmulatorProblems(s.emulator), "emulator fit for functional claims").toEqual([]);
       expect(s.page_errors).toEqual([]);
       expect(s.player_errors).toEqual([]);
       expect(s.media_played_s).toBeGreaterThanOrEqual(PLAY_S - 1.5);

@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { describePlay, runPlay } from "./src/play.js";
 import { REPO_ROOT } from "./src/procs.js";
-import { onValidEmulator } from "./src/valid-run.js";
+import { functionalEmulatorProblems, onFunctionalEmulator } from "./src/valid-run.js";
 
 // 30 s (60 s until the nineteenth session; NUWA_E2E_PLAY_S=60 for the longer form). The 3G
 // recording is played from 20 s in (the recording itself, its first 20 s left out): its capacity,
@@ -43,19 +43,22 @@ describe.each(TRACES)("playback under a real $family trace", ({ family, trace, f
     async () => {
       const out = `out/e2e/play-${family}`;
       const played = traceFrom(trace, from_ms, `out/e2e/play-${family}-trace.mahi`);
-      const s = (await onValidEmulator(`play ${family}`, () => runPlay({ trace: played, scheme: "nuwa", duration_s: DURATION_S, out_dir: out }))) as Record<string, unknown> & {
+      const s = (await onFunctionalEmulator(`play ${family}`, () => runPlay({ trace: played, scheme: "nuwa", duration_s: DURATION_S, out_dir: out }))) as Record<string, unknown> & {
         media_played_s: number;
         switches: number;
         grant_violations: number;
         grant_check: { frames: number };
         estimate_error: { nuwa: number | null; dashjs: number | null; bins: number };
-        emulator: { valid: boolean; lateness_ms: unknown };
+        emulator: { valid: boolean; lateness_ms: unknown; invalid_reasons?: string[] };
         page_errors: string[];
         player_errors: string[];
         queuing_delay_ms: { p95: number };
       };
       console.log(describePlay(s, out));
-      expect(s.emulator.valid, `emulator lateness ${JSON.stringify(s.emulator.lateness_ms)}`).toBe(true);
+      // Functional claims, and one comparison of two estimates read at the same instants of the
+      // same run against the same log: a run void for measurement only (p99 lateness over 2 ms,
+      // under the functional bound) is kept (valid-run.ts).
+      expect(functionalEmulatorProblems(s.emulator), "emulator fit for functional claims").toEqual([]);
       expect(s.page_errors).toEqual([]);
       expect(s.player_errors).toEqual([]);
       expect(s.media_played_s).toBeGreaterThanOrEqual((DURATION_S * 5) / 6);

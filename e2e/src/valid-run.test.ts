@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { onValidEmulator } from "./valid-run.js";
+import { FUNCTIONAL_P99_LATENESS_MS, functionalEmulatorProblems, onFunctionalEmulator, onValidEmulator } from "./valid-run.js";
 
 const run = (valids: boolean[]) => {
   let calls = 0;
@@ -39,5 +39,54 @@ describe("onValidEmulator: an invalid emulator run is measured again, once", () 
 
   it("refuses a number of tries below one", async () => {
     await expect(onValidEmulator("x", run([true]).fn, 0)).rejects.toThrow(RangeError);
+  });
+});
+
+describe("functionalEmulatorProblems: what voids a run even for functional claims", () => {
+  it("a valid run, or one void only for a lateness under the functional bound, has none", () => {
+    expect(functionalEmulatorProblems({ valid: true, lateness_ms: { p99: 0.4 }, invalid_reasons: [] })).toEqual([]);
+    expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: 7.79 }, invalid_reasons: ["p99 lateness 7.79 ms > 2.0 ms"] })).toEqual([]);
+  });
+
+  it("a lateness over the functional bound, a failed log check or no summary are listed", () => {
+    const late = FUNCTIONAL_P99_LATENESS_MS + 0.5;
+    expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: late }, invalid_reasons: [`p99 lateness ${late} ms > 2.0 ms`] })).toEqual([`p99 lateness ${late} ms > ${FUNCTIONAL_P99_LATENESS_MS} ms (functional bound)`]);
+    expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: 0.3 }, invalid_reasons: ["log check replay_mismatches = 2"] })).toEqual(["log check replay_mismatches = 2"]);
+    expect(functionalEmulatorProblems(null)).toEqual(["no emulator summary"]);
+    expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: null }, invalid_reasons: [] })).toHaveLength(1);
+  });
+});
+
+describe("onFunctionalEmulator: a run is measured again only when unfit for functional claims", () => {
+  const runs = (emulators: object[]) => {
+    let calls = 0;
+    return { fn: async () => ({ emulator: emulators[calls++] as { valid: boolean }, n: calls }), calls: () => calls };
+  };
+  const slow = { valid: false, lateness_ms: { p99: 4.03 }, invalid_reasons: ["p99 lateness 4.03 ms > 2.0 ms"] };
+  const broken = { valid: false, lateness_ms: { p99: 0.2 }, invalid_reasons: ["log check delay_mismatches = 1"] };
+
+  it("keeps a run void for measurement only, says so, and does not measure again", async () => {
+    const r = runs([slow, { valid: true, lateness_ms: { p99: 0.2 }, invalid_reasons: [] }]);
+    const lines: string[] = [];
+    const out = await onFunctionalEmulator("play hls.js", r.fn, 3, (l) => lines.push(l));
+    expect(r.calls()).toBe(1);
+    expect(out.n).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("void for measurement only");
+    expect(lines[0]).toContain("4.03");
+  });
+
+  it("measures again after a failed log check, up to `tries`, and returns the last", async () => {
+    const r = runs([broken, broken, broken]);
+    const lines: string[] = [];
+    const out = await onFunctionalEmulator("x", r.fn, 2, (l) => lines.push(l));
+    expect(r.calls()).toBe(2);
+    expect(out.n).toBe(2);
+    expect(lines[0]).toContain("delay_mismatches");
+    expect(functionalEmulatorProblems(out.emulator)).not.toEqual([]);
+  });
+
+  it("refuses a number of tries below one", async () => {
+    await expect(onFunctionalEmulator("x", runs([slow]).fn, 0)).rejects.toThrow(RangeError);
   });
 });
