@@ -218,8 +218,9 @@ export async function runPlay(o: PlayOptions): Promise<Record<string, unknown>> 
     if (log.error) throw new Error(`page error: ${log.error} (logs in ${out})`);
     const { stdout } = await execFileP(PYTHON, ["-m", "nuwa_lab.play_metrics", "--run-dir", out, "--trace", trace, "--scheme", o.scheme, "--delay-ms", String(delay_ms), ...(own_content ? ["--content-dir", content_dir] : [])], { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
     const summary = JSON.parse(stdout) as Record<string, unknown>;
-    const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown };
-    summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms };
+    const emu_summary = JSON.parse(await (await import("node:fs/promises")).readFile(`${out}/emulator-summary.json`, "utf8")) as { valid: boolean; lateness_ms: unknown; invalid_reasons?: string[] };
+    // invalid_reasons tells a run void for lateness from one whose log failed its own checks (valid-run.ts).
+    summary.emulator = { valid: emu_summary.valid, lateness_ms: emu_summary.lateness_ms, invalid_reasons: emu_summary.invalid_reasons ?? [] };
     summary.page_errors = page_errors;
     summary.player = player;
     summary.content = o.content ? content_dir : null;

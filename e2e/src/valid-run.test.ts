@@ -53,6 +53,8 @@ describe("functionalEmulatorProblems: what voids a run even for functional claim
     expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: late }, invalid_reasons: [`p99 lateness ${late} ms > 2.0 ms`] })).toEqual([`p99 lateness ${late} ms > ${FUNCTIONAL_P99_LATENESS_MS} ms (functional bound)`]);
     expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: 0.3 }, invalid_reasons: ["log check replay_mismatches = 2"] })).toEqual(["log check replay_mismatches = 2"]);
     expect(functionalEmulatorProblems(null)).toEqual(["no emulator summary"]);
+    // an invalid summary that does not say why cannot be told from one whose log failed its checks
+    expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: 3 } })).toEqual(["the emulator summary is invalid and gives no reasons"]);
     expect(functionalEmulatorProblems({ valid: false, lateness_ms: { p99: null }, invalid_reasons: [] })).toHaveLength(1);
   });
 });

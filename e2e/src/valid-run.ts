@@ -28,13 +28,15 @@ export interface HasEmulator {
 /**
  * Why a run's emulator is unfit even for functional claims: each failed log consistency check
  * (those void every claim), and a p99 lateness over FUNCTIONAL_P99_LATENESS_MS (or none
- * recorded). A lateness over the 2 ms measurement bound alone is not listed.
+ * recorded), or an invalid summary without its reasons. A lateness over the 2 ms measurement
+ * bound alone is not listed.
  *
  * @param e the run's emulator summary (lab/nuwa_lab/emulator/summary.py), or null/undefined.
  * @returns the reasons, empty when the run may back a functional claim.
  */
 export function functionalEmulatorProblems(e: HasEmulator["emulator"]): string[] {
   if (e == null) return ["no emulator summary"];
+  if (e.valid !== true && !Array.isArray(e.invalid_reasons)) return ["the emulator summary is invalid and gives no reasons"];
   const problems = (e.invalid_reasons ?? []).filter((r) => !r.startsWith("p99 lateness"));
   const lat = e.lateness_ms as { p99?: number | null } | undefined;
   const p99 = lat?.p99;
