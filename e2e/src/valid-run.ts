@@ -58,7 +58,7 @@ async function retryWhile<T extends object>(
   for (let i = 1; i < tries; i++) {
     const why = problems(r);
     if (why.length === 0) break;
-    log(`${label}: the emulator could not keep time (${why.join("; ")}); this measurement is void, measuring again (${i + 1} of ${tries})`);
+    log(`${label}: the emulator voids this run (${why.join("; ")}); measuring again (${i + 1} of ${tries})`);
     r = await run();
   }
   return r;
