@@ -14,6 +14,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./src/browser.js";
 import { ensureContent } from "./src/play.js";
@@ -41,6 +42,39 @@ function makeHome(dir: string, ca: string | null): Record<string, string> {
   execFileSync("certutil", ["-d", `sql:${db}`, "-N", "--empty-password"], { stdio: "pipe" });
   if (ca) execFileSync("certutil", ["-d", `sql:${db}`, "-A", "-t", "C,,", "-n", "nuwa-test-ca", "-i", ca], { stdio: "pipe" });
   return { ...(process.env as Record<string, string>), HOME: dir };
+}
+
+/** No progress of the playhead for this long fails the play (a hang, told apart from a slow host). */
+const NO_PROGRESS_MS = 40_000;
+/** The whole play may take this long: 20 s of play take 22-32 s here, 28-83 s in CI runs before the
+ * twenty-fifth session's fix (one frame per grant: asyncio's TLS writer paused at a write limit of 0,
+ * test_websocket.py::test_wss_sends_a_whole_window_without_waiting_for_the_client), and the
+ * project's CI at 8295867 timed out at 80 s with no record of where the page stood. */
+const PLAY_WALL_MS = 150_000;
+
+/**
+ * Wait until the page has played `play_s` seconds or reported an error, polling its state. Fails
+ * with the page's state, its console and the server's log tail when the playhead stands still
+ * for NO_PROGRESS_MS or the play takes longer than PLAY_WALL_MS; prints the wall time taken.
+ */
+async function playFor(page: Page, play_s: number, consoleLines: string[]): Promise<SiteState> {
+  const t0 = Date.now();
+  let last = -1;
+  let moved = t0;
+  for (;;) {
+    const st = (await page.evaluate(() => window.__nuwa_site)) as SiteState;
+    if (st.error !== null || st.played_s >= play_s) {
+      console.log(`serve: ${st.played_s.toFixed(1)} s played in ${((Date.now() - t0) / 1000).toFixed(1)} s over ${st.transport} (${st.stalls} stalls, ${st.grants} grants)`);
+      return st;
+    }
+    if (st.played_s > last) [last, moved] = [st.played_s, Date.now()];
+    const now = Date.now();
+    if (now - moved > NO_PROGRESS_MS || now - t0 > PLAY_WALL_MS) {
+      const log = readFileSync(`${OUT}/server.stderr`, "utf8").split("\n").slice(-25).join("\n");
+      throw new Error(`the page played ${st.played_s.toFixed(1)} of ${play_s} s in ${((now - t0) / 1000).toFixed(0)} s (playhead still for ${((now - moved) / 1000).toFixed(0)} s): ${JSON.stringify(st)}\nconsole:\n${consoleLines.slice(-25).join("\n")}\nserver log tail:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 type SiteState = { state: string; error: string | null; grants: number; max_window_bytes: number; played_s: number; stalls: number; close_reason: string | null; transport: string | null };
@@ -77,14 +111,11 @@ describe("./nuwa serve: a page outside the lab plays with a real certificate and
     try {
       const page = await browser.newPage();
       const errors: string[] = [];
+      const consoleLines: string[] = [];
       page.on("pageerror", (e) => errors.push(String(e)));
+      page.on("console", (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
       await page.goto(url);
-      // 20 s of play take about 22 s here. Until the twenty-fifth session the WebSocket
-      // session over TLS sent one frame per grant (asyncio's TLS writer paused at a write
-      // limit of 0; test_websocket.py::test_wss_sends_a_whole_window_without_waiting_for_the_client)
-      // and the same play took 28-83 s; the margin left is for a loaded CI machine.
-      await page.waitForFunction((s) => (window.__nuwa_site?.played_s ?? 0) >= s || window.__nuwa_site?.error !== null, PLAY_S, { timeout: (PLAY_S + 60) * 1000 });
-      const st = (await page.evaluate(() => window.__nuwa_site)) as SiteState;
+      const st = await playFor(page, PLAY_S, consoleLines);
       expect(st.error, JSON.stringify(st)).toBeNull();
       expect(errors).toEqual([]);
       expect(st.played_s).toBeGreaterThanOrEqual(PLAY_S);

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { RL_CC } from "../../packages/player/src/dash/rl.js";
-import { type BenchOptions, bestFixedK, keptRecord, listTraces, planRlRuns, planRuns, quickVerdict, type RunRecord, ratchetTrace, simRun, traceFamily, VIDEO_SCHEMES } from "./bench.js";
+import { type BenchOptions, bestFixedK, keptRecord, listTraces, planRlRuns, planRuns, quickVerdict, quickVerdictOnLateEmulators, type RunRecord, ratchetTrace, simRun, traceFamily, VIDEO_SCHEMES } from "./bench.js";
 import { REPO_ROOT } from "./procs.js";
 
 const rec = (scheme: string, p95: number, valid = true, utilization = 0.95): RunRecord =>
@@ -27,6 +27,34 @@ describe("bench harness", () => {
     expect(quickVerdict([rec("nuwa", 1200, true, 0.97), rec("cubic", 1100, true, 0.97)]).code).toBe(1);
     const none = quickVerdict([rec("nuwa", 90, true, Number.NaN), { ...rec("cubic", 1100), metrics: { queuing_delay_ms: { p95: 1100 } } } as RunRecord]);
     expect(none.code).toBe(3);
+  });
+
+  it("quick verdict on late emulators: a void run within the comparison bound is judged, others are not", () => {
+    const late = (scheme: string, p95: number, lat: { p99: number; max: number } | null, utilization = 0.95, reasons?: string[]): RunRecord =>
+      ({
+        scheme,
+        kind: "bulk",
+        error: null,
+        valid: lat === null,
+        invalid_reasons: lat === null ? [] : [`emulator p99 lateness ${lat.p99} ms > 2.0 ms`],
+        metrics: { queuing_delay_ms: { p95 }, utilization, page: { error: null }, emulator: lat === null ? { valid: true, invalid_reasons: [], lateness_ms: { p99: 0.5, max: 2 } } : { valid: false, invalid_reasons: reasons ?? [`p99 lateness ${lat.p99} ms > 2.0 ms`], lateness_ms: lat } },
+      }) as unknown as RunRecord;
+    // the project's CI at 8295867: p99 2.24 ms, max 7.5 ms, p95 102 against 1123 ms
+    const ci = quickVerdictOnLateEmulators([late("nuwa", 102, { p99: 2.24, max: 7.54 }), late("cubic", 1123, null)]);
+    expect(ci.code).toBe(0);
+    expect(ci.message).toMatch(/PASS \(judged on emulators over the 2 ms measurement bound.*nuwa emulator p99 lateness 2\.24/);
+    expect(ci.late).toHaveLength(1);
+    // judged, and the rule still fails a low utilization
+    expect(quickVerdictOnLateEmulators([late("nuwa", 102, { p99: 2.24, max: 7.54 }, 0.8), late("cubic", 1123, { p99: 2.3, max: 5 }, 0.97)]).code).toBe(1);
+    // not judged: over the comparison bound, a gap the lateness could close, a failed log check, a run error
+    expect(quickVerdictOnLateEmulators([late("nuwa", 102, { p99: 5.5, max: 9 }), late("cubic", 1123, null)]).code).toBe(3);
+    const close = quickVerdictOnLateEmulators([late("nuwa", 102, { p99: 2.5, max: 30 }), late("cubic", 120, null)]);
+    expect(close.code).toBe(3);
+    expect(close.message).toMatch(/largest lateness 30 ms not below the comparison's gap 18 ms/);
+    expect(quickVerdictOnLateEmulators([late("nuwa", 102, { p99: 1, max: 2 }, 0.95, ["log check delay_mismatches = 3"]), late("cubic", 1123, null)]).code).toBe(3);
+    expect(quickVerdictOnLateEmulators([{ ...late("nuwa", 102, { p99: 2.2, max: 3 }), error: "page crashed" }, late("cubic", 1123, null)]).code).toBe(3);
+    // a valid pair is quickVerdict's own answer, with nothing judged late
+    expect(quickVerdictOnLateEmulators([late("nuwa", 102, null), late("cubic", 1123, null)])).toMatchObject({ code: 0, late: [] });
   });
 
   it("families follow the trace names", () => {

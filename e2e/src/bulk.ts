@@ -75,7 +75,8 @@ export interface BulkResult {
   loss_rate: number;
   qd_error_ms: { median: number | null; p95: number | null; frames: number; kalman: { median: number | null; p95: number | null } };
   grant_violations: number;
-  emulator: { valid: boolean; lateness_ms: { p50: number; p99: number } };
+  /** The emulator's summary (lab/nuwa_lab/bulk_metrics.py): `invalid_reasons` says why `valid` is false. */
+  emulator: { valid: boolean; invalid_reasons?: string[]; lateness_ms: { p50: number; p99: number; max?: number } };
   /** Sessions the page opened; reconnects after a lost session; time without frames between them, s (bulk_metrics.py). */
   sessions: number;
   reconnects: number;

@@ -46,6 +46,41 @@ export function functionalEmulatorProblems(e: HasEmulator["emulator"]): string[]
   return problems;
 }
 
+/**
+ * The emulator's p99 lateness (ms) up to which a run void for measurement (over the 2 ms bound)
+ * still decides a comparison of two schemes whose delay figures lie far apart (the bulk quick
+ * check: Nuwa's p95 about 100 ms against Cubic's about 1100 ms on T-Mobile LTE short). The
+ * emulator logs each packet's queuing delay at its scheduled departure (trace semantics,
+ * lab/nuwa_lab/emulator/relay.py), so lateness enters the figures only through the endpoints
+ * reacting to packets that reached them a few ms late: at most 5 ms is 5 % of Nuwa's own p95
+ * there and 0.5 % of the gap. The project's CI at 8295867 read p99 2.24 ms in both quick
+ * invocations (max 7.5 ms), and at fca6569 3.57 and 3.51 ms (thirty-fifth session).
+ */
+export const COMPARISON_P99_LATENESS_MS = 5;
+
+/**
+ * Why a run's emulator cannot back a comparison whose two delay figures are `gap_ms` apart:
+ * everything {@link functionalEmulatorProblems} lists, a p99 lateness over
+ * {@link COMPARISON_P99_LATENESS_MS}, and a largest lateness not below the gap (late releases
+ * could then have moved the verdict). A valid run has none.
+ *
+ * @param e the run's emulator summary, or null/undefined.
+ * @param gap_ms the margin of the comparison (ms, e.g. Cubic's p95 minus Nuwa's); NaN or ≤ 0
+ *   is listed as a problem for a void run.
+ * @returns the reasons, empty when the run may back the comparison.
+ */
+export function comparisonEmulatorProblems(e: HasEmulator["emulator"], gap_ms: number): string[] {
+  if (e?.valid === true) return [];
+  const problems = functionalEmulatorProblems(e);
+  if (problems.length) return problems;
+  const lat = (e?.lateness_ms ?? {}) as { p99?: number | null; max?: number | null };
+  const p99 = lat.p99 as number; // a number: functionalEmulatorProblems listed it otherwise
+  if (p99 > COMPARISON_P99_LATENESS_MS) problems.push(`p99 lateness ${p99} ms > ${COMPARISON_P99_LATENESS_MS} ms (comparison bound)`);
+  const max = typeof lat.max === "number" && Number.isFinite(lat.max) ? lat.max : Number.POSITIVE_INFINITY;
+  if (!(gap_ms > max)) problems.push(`largest lateness ${max} ms not below the comparison's gap ${gap_ms} ms`);
+  return problems;
+}
+
 async function retryWhile<T extends object>(
   label: string,
   run: () => Promise<T>,

@@ -273,6 +273,8 @@ def bulk_metrics(run_dir: Path, trace: Path, delay_ms: float, warmup_s: float) -
         "grant_check": gv,
         "emulator": {
             "valid": bool(emu.get("valid", False)),
+            # why it is invalid (summary.py: p99 lateness over the bound, a failed log check)
+            "invalid_reasons": emu.get("invalid_reasons"),
             "lateness_ms": emu.get("lateness_ms"),
             "cpu_s": emu.get("cpu_s"),
             "log_checks": {
