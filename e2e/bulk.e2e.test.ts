@@ -74,13 +74,14 @@ describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5
   beforeAll(async () => {
     ({ code, out } = await quick());
     // Exit 3 is "no verdict": a run failed or its emulator could not keep time (e2e/src/valid-run.ts).
-    // That measurement is void, so it is taken again, once. A second 3 is judged from the records
-    // where the emulators were late only within the comparison bound (judge above); else it fails below.
-    if (code === 3) {
-      console.log(`bench --quick gave no verdict (${verdictLine(out)}); measuring again`);
-      ({ code, out } = await quick());
-    }
+    // Such an invocation is judged from the records where the emulators were late only within the
+    // comparison bound (judge above); else it is void and taken again, at most three in all.
     verdict = judge();
+    for (let tries = 1; verdict.code === 3 && tries < 3; tries++) {
+      console.log(`bench --quick gave no verdict (${verdict.line}); measuring again (${tries + 1} of 3)`);
+      ({ code, out } = await quick());
+      verdict = judge();
+    }
     // A missed target (a verdict of 1, or Nuwa under the claimed utilization where the host carried the
     // trace: the last test) is measured once more, and that second invocation is judged: a
     // real regression misses both. Why: the
@@ -99,7 +100,7 @@ describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5
     ({ nuwa, cubic } = records());
     console.log(describeBulk(nuwa));
     console.log(describeBulk(cubic));
-  }, 480_000); // up to three invocations of ~95 s (a void one, then a missed one)
+  }, 600_000); // up to four invocations of ~95 s (two void ones, a missed one, the last)
 
   it("./nuwa bench --quick passes: nuwa's p95 queuing delay below cubic's and utilization ≥ 0.9 × cubic's, same invocation", () => {
     expect(verdict.code, `${verdict.line}\n${out.slice(-2000)}`).toBe(0);
@@ -109,10 +110,10 @@ describe("bulk download under a real 4G trace: ./nuwa bench --quick (issues 3, 5
     expect(readFileSync(`${DIR}/report.md`, "utf8")).toMatch(/tmobile-lte-short/);
   });
 
-  it("ran on an emulator fit for the comparison (p99 lateness ≤ 2 ms, or ≤ 5 ms with the delay gap wider than the largest lateness) and delivered data", () => {
+  it("ran on an emulator fit for the comparison (p99 lateness ≤ 2 ms, or ≤ 0.05 × the run's p95 with the delay gap wider than the largest lateness) and delivered data", () => {
     const gap_ms = cubic.queuing_delay_ms.p95 - nuwa.queuing_delay_ms.p95;
     for (const r of [nuwa, cubic]) {
-      expect(comparisonEmulatorProblems(r.emulator, gap_ms), `${r.scheme} emulator lateness ${JSON.stringify(r.emulator.lateness_ms)}`).toEqual([]);
+      expect(comparisonEmulatorProblems(r.emulator, r.queuing_delay_ms.p95, gap_ms), `${r.scheme} emulator lateness ${JSON.stringify(r.emulator.lateness_ms)}`).toEqual([]);
       expect(r.page.frames).toBeGreaterThan(1000);
       expect(r.page.error).toBeNull();
     }

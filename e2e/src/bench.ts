@@ -362,8 +362,8 @@ export function quickVerdict(recs: RunRecord[]): { code: 0 | 1 | 3; message: str
  * {@link quickVerdict} where it gave no verdict (3) only because a run's emulator was over the 2 ms
  * measurement bound: the same rule applied to the records when both runs finished without an
  * error and each emulator is fit for this comparison (comparisonEmulatorProblems, e2e/src/valid-run.ts:
- * p99 lateness ≤ 5 ms, every log check passed, Cubic's p95 above Nuwa's by more than the largest
- * lateness). Otherwise quickVerdict's own answer, with the reasons the comparison bound refused.
+ * p99 lateness ≤ 0.05 × the run's own p95 and ≤ 20 ms, every log check passed, Cubic's p95 above
+ * Nuwa's by more than the largest lateness). Otherwise quickVerdict's own answer, with the reasons the comparison bound refused.
  *
  * @param recs the invocation's records (bench-index.json's runs).
  * @returns code 0/1/3 as quickVerdict, its line, and `late`: the void runs judged ("scheme reasons"),
@@ -380,7 +380,7 @@ export function quickVerdictOnLateEmulators(recs: RunRecord[]): { code: 0 | 1 | 
   const mc = m(c);
   if (!n || !c || n.error !== null || c.error !== null || !mn || !mc || mn.page?.error != null || mc.page?.error != null) return { ...own, late: [] };
   const gap_ms = (mc.queuing_delay_ms?.p95 ?? Number.NaN) - (mn.queuing_delay_ms?.p95 ?? Number.NaN);
-  const refused = [n, c].flatMap((r) => comparisonEmulatorProblems(m(r)?.emulator, gap_ms).map((p) => `${r.scheme}: ${p}`));
+  const refused = [n, c].flatMap((r) => comparisonEmulatorProblems(m(r)?.emulator, m(r)?.queuing_delay_ms?.p95 ?? Number.NaN, gap_ms).map((p) => `${r.scheme}: ${p}`));
   if (refused.length) return { ...own, message: `${own.message} (not judged within the comparison bound: ${refused.join("; ")})`, late: [] };
   const v = quickVerdict(recs.map((r) => (r === n || r === c ? { ...r, valid: true } : r)));
   const late = [n, c].filter((r) => !r.valid).map((r) => `${r.scheme} ${r.invalid_reasons.join("; ")}`);
