@@ -121,7 +121,10 @@ describe("./nuwa serve: a page outside the lab plays with a real certificate and
       expect(st.played_s).toBeGreaterThanOrEqual(PLAY_S);
       expect(st.grants).toBeGreaterThan(100); // receiver-driven: the page granted windows all along
       expect(st.transport).toBe("websocket"); // Chromium's QUIC refused the locally rooted chain (below)
-      expect(await server.stop()).toBe(0);
+      const t_term = Date.now();
+      const exit_code = await server.stop(); // SIGTERM, then SIGKILL 10 s later (e2e/src/procs.ts)
+      console.log(`serve: the server exited (${exit_code}) ${Date.now() - t_term} ms after SIGTERM`);
+      expect(exit_code).toBe(0);
       await page.waitForFunction(() => window.__nuwa_site?.close_reason !== null, undefined, { timeout: 10_000 });
       const end = (await page.evaluate(() => window.__nuwa_site)) as SiteState;
       expect(end.close_reason).toContain("server shutting down");

@@ -138,15 +138,21 @@ class WsNuwaConnection:
                     await self._ws.send(encode_application_close(GRANT_FLOOD_CLOSE_CODE,
                                                                  "grant flood"))
                     await self._ws.close(1008, "grant flood")
-            for stream_id in self.session.close(reason):
-                with contextlib.suppress(Exception):
-                    await self._ws.send(encode_reset_stream(stream_id, WS_STREAM_GONE))
+            gone = self.session.close(reason)
             if reason == "server_shutdown":
                 # The close frame carries the reason: the polyfill resolves `closed` with the
                 # WebSocket's code and reason (an APPLICATION_CLOSE frame's reason it keeps only
-                # for failing streams), so the page sees "server shutting down" either way.
+                # for failing streams), so the page sees "server shutting down" either way. It
+                # goes first, with no RESET_STREAM per open stream ahead of it (the close ends them
+                # all): each send waits for the socket's buffer to drain (write_limit 1), and a
+                # slow reader then held the close past Server.shutdown's 2 s, after which
+                # websockets closed with 1001 and no reason (the serve e2e test on a loaded host).
                 with contextlib.suppress(Exception):
                     await self._ws.close(1001, "server shutting down")
+            else:
+                for stream_id in gone:
+                    with contextlib.suppress(Exception):
+                        await self._ws.send(encode_reset_stream(stream_id, WS_STREAM_GONE))
 
     async def shutdown(self) -> None:
         """Server shutdown: end the session as ``server_shutdown`` and close the WebSocket
@@ -327,6 +333,10 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
         compression=None,
         max_size=MAX_WS_MESSAGE_BYTES,
         ping_interval=None,
+        # A peer that does not answer our close frame (RFC 6455 §7.1.1) is dropped after 2 s, not
+        # websockets' 10 s: under SIGTERM the process then exits within a supervisor's grace (the
+        # serve e2e test on a loaded host saw a server not gone 10 s after its sessions closed).
+        close_timeout=2.0,
         # send() returns once asyncio's buffer is empty (module doc). Not 0: asyncio's TLS
         # transport pauses its writer at size >= high (sslproto._control_app_writing), so a
         # high-water mark of 0 paused after every send() until the next incoming record.

@@ -111,6 +111,38 @@ describe("GrantPolicy", () => {
     expect(p.repeatIntervalUs).toBe(DEFAULT_GRANT_POLICY.idle_max_interval_us / 2); // news halves the cadence
   });
 
+  it("a window of a frame or two is answered when half of it has arrived, not a max_interval later", () => {
+    // Loopback under CPU load (thirty-fifth session): a one-frame window turned over once per 10 ms
+    // interval, not per RTT, and the controller's validation held it at the floor for 35 s.
+    const frame = 1232;
+    const p = new GrantPolicy();
+    p.sent(0, frame);
+    p.onFrames(1, frame);
+    expect(p.due(2_000, frame)).toBe(true); // one frame = the whole window: at once (after min_interval)
+    p.sent(2_000, frame);
+    p.onFrames(1, frame);
+    expect(p.due(2_500, frame)).toBe(false); // min_interval still holds (the server's flood guard)
+    expect(p.due(3_000, frame)).toBe(true);
+    // a 4-frame window: after 2 frames, not after 1
+    p.sent(3_000, 4 * frame);
+    p.onFrames(1, frame);
+    expect(p.due(5_000, 4 * frame)).toBe(false);
+    p.onFrames(1, frame);
+    expect(p.due(5_000, 4 * frame)).toBe(true);
+    // a large window keeps the every_frames rule (8 frames of 1232 B are a tenth of 100 kB)
+    p.sent(5_000, 100_000);
+    p.onFrames(7, 7 * frame);
+    expect(p.due(7_000, 100_000)).toBe(false);
+    p.onFrames(1, frame);
+    expect(p.due(7_000, 100_000)).toBe(true);
+    // without bytes (the old call) the rule is off: frames only
+    const q = new GrantPolicy();
+    q.sent(0, frame);
+    q.onFrames(1);
+    expect(q.due(2_000, frame)).toBe(false);
+    expect(q.due(10_000, frame)).toBe(true); // max_interval with news
+  });
+
   it("refuses inconsistent intervals", () => {
     expect(() => new GrantPolicy({ ...DEFAULT_GRANT_POLICY, idle_max_interval_us: 5_000 })).toThrow(RangeError);
     expect(() => new GrantPolicy({ ...DEFAULT_GRANT_POLICY, min_interval_us: 0 })).toThrow(/min_interval_us/);

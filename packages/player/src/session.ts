@@ -211,7 +211,7 @@ export class NuwaSession {
       this.last_recv_us = t_us;
       this.emit({ type: "frame", t_us, seq: f.header.seq, send_time_us: f.header.send_time_us, size_bytes: f.size_bytes, decision });
     }
-    this.policy.onFrames(frames.length);
+    this.policy.onFrames(frames.length, frames.reduce((a, f) => a + f.size_bytes, 0));
     this.maybeGrant(t_us);
   }
 
