@@ -111,36 +111,43 @@ describe("GrantPolicy", () => {
     expect(p.repeatIntervalUs).toBe(DEFAULT_GRANT_POLICY.idle_max_interval_us / 2); // news halves the cadence
   });
 
-  it("a window of a frame or two is answered when half of it has arrived, not a max_interval later", () => {
+  it("on a path shorter than max_interval, a small window is answered once half of it has arrived and one min RTT has passed", () => {
     // Loopback under CPU load (thirty-fifth session): a one-frame window turned over once per 10 ms
     // interval, not per RTT, and the controller's validation held it at the floor for 35 s.
     const frame = 1232;
+    const rtt = 1_300; // µs
     const p = new GrantPolicy();
     p.sent(0, frame);
     p.onFrames(1, frame);
-    expect(p.due(2_000, frame)).toBe(true); // one frame = the whole window: at once (after min_interval)
-    p.sent(2_000, frame);
+    expect(p.due(1_000, frame, rtt)).toBe(false); // one min RTT since the last grant first
+    expect(p.due(1_300, frame, rtt)).toBe(true); // one frame = the whole window
+    p.sent(1_300, frame);
     p.onFrames(1, frame);
-    expect(p.due(2_500, frame)).toBe(false); // min_interval still holds (the server's flood guard)
-    expect(p.due(3_000, frame)).toBe(true);
+    expect(p.due(2_200, frame, 500)).toBe(false); // min_interval still holds (the server's flood guard)
+    expect(p.due(2_300, frame, 500)).toBe(true);
     // a 4-frame window: after 2 frames, not after 1
     p.sent(3_000, 4 * frame);
     p.onFrames(1, frame);
-    expect(p.due(5_000, 4 * frame)).toBe(false);
+    expect(p.due(5_000, 4 * frame, rtt)).toBe(false);
     p.onFrames(1, frame);
-    expect(p.due(5_000, 4 * frame)).toBe(true);
+    expect(p.due(5_000, 4 * frame, rtt)).toBe(true);
     // a large window keeps the every_frames rule (8 frames of 1232 B are a tenth of 100 kB)
     p.sent(5_000, 100_000);
     p.onFrames(7, 7 * frame);
-    expect(p.due(7_000, 100_000)).toBe(false);
+    expect(p.due(7_000, 100_000, rtt)).toBe(false);
     p.onFrames(1, frame);
-    expect(p.due(7_000, 100_000)).toBe(true);
-    // without bytes (the old call) the rule is off: frames only
-    const q = new GrantPolicy();
-    q.sent(0, frame);
-    q.onFrames(1);
-    expect(q.due(2_000, frame)).toBe(false);
-    expect(q.due(10_000, frame)).toBe(true); // max_interval with news
+    expect(p.due(7_000, 100_000, rtt)).toBe(true);
+  });
+
+  it("on a path of max_interval or longer, or with the RTT or the bytes unknown, the half-window rule is off", () => {
+    const frame = 1232;
+    for (const [rtt, bytes] of [[50_000, frame], [10_000, frame], [Number.NaN, frame], [1_300, Number.NaN]] as const) {
+      const p = new GrantPolicy();
+      p.sent(0, frame);
+      p.onFrames(1, bytes);
+      expect(p.due(5_000, frame, rtt)).toBe(false);
+      expect(p.due(10_000, frame, rtt)).toBe(true); // news within max_interval, as before
+    }
   });
 
   it("refuses inconsistent intervals", () => {

@@ -1,8 +1,8 @@
 /**
  * When to send a grant (docs/DESIGN.md §2 step 5): grants are state, latest wins, so
  * they are cheap to repeat. Send one when enough new bytes arrived that the
- * sender would otherwise wait (every `every_frames` frames, or half the window's bytes
- * when the window is smaller than that), when the window
+ * sender would otherwise wait (every `every_frames` frames; on a path shorter than
+ * `max_interval_us`, also half the window's bytes after one min RTT), when the window
  * moved by more than `window_change_fraction`, and at least every
  * `max_interval_us` regardless (a lost datagram is repaired by the next one).
  * A grant that carries news (frames arrived since the last one) goes out at most
@@ -69,8 +69,12 @@ export class GrantPolicy {
     return this.interval_us;
   }
 
-  /** Whether a grant for `window_bytes` is due at `now_us`. */
-  due(now_us: number, window_bytes: number): boolean {
+  /**
+   * Whether a grant for `window_bytes` is due at `now_us`. `min_rtt_us`: the path's min RTT, µs
+   * (NaN when unknown): on a path shorter than `max_interval_us` a grant also goes once half the
+   * window has arrived and one min RTT has passed since the last grant.
+   */
+  due(now_us: number, window_bytes: number, min_rtt_us = Number.NaN): boolean {
     const since = now_us - this.last_sent_us;
     if (since < this.cfg.min_interval_us) return false;
     if (since >= this.interval_us) return true;
@@ -81,7 +85,9 @@ export class GrantPolicy {
     // interval, not per RTT; the controller's window validation (2 × delivery rate × RTT) then reads
     // the window as unused and holds it at the floor for good (thirty-fifth session: a WebSocket
     // session on loopback under CPU load sat at one frame, 0.8 Mbit/s, from 5 s to its end at 41 s).
-    if (this.frames_since > 0 && 2 * this.bytes_since >= window_bytes) return true;
+    // On a longer path the news rule above already answers within max_interval_us < one RTT, and
+    // answering sooner there raised the UMTS trace's p95 in two runs each (868 and 593 ms against 466 and 415).
+    if (this.frames_since > 0 && min_rtt_us < this.cfg.max_interval_us && since >= min_rtt_us && 2 * this.bytes_since >= window_bytes) return true;
     if (this.frames_since > 0 && since >= this.cfg.max_interval_us) return true; // news: the sender may be waiting for it
     // A smaller window with nothing arrived since the last grant waits for the next grant: the sender
     // cannot act on it (the last grant's bytes are written; the server writes again only when a grant

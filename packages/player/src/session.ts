@@ -186,7 +186,7 @@ export class NuwaSession {
   private maybeGrant(t_us: number): void {
     if (this.mode !== "control" || this.close_reason !== null) return;
     const window_bytes = Math.round(this.controller.windowBytes);
-    if (!this.policy.due(t_us, window_bytes)) return;
+    if (!this.policy.due(t_us, window_bytes, this.controller.minRttSampleUs)) return;
     this.grant_seq = (this.grant_seq + 1) >>> 0;
     const cum = this.controller.cumReceivedBytes;
     const grant = encodeGrant({
