@@ -1,0 +1,88 @@
+/**
+ * The grant policy and the controller in one closed loop on a short path (simulated clock): a
+ * sender held to the last grant's cumulative count + window, a 20 Mbit/s FIFO link, 0.65 ms each
+ * way. Thirty-fifth session: on loopback under CPU load a one-frame window turned over once per
+ * 10 ms grant interval, not per RTT, and the controller's window validation then held it at the
+ * floor for good (0.8 Mbit/s for 35 s); the half-window grant on short paths lets it recover.
+ */
+import { NuwaController } from "@nuwa/cc";
+import { describe, expect, it } from "vitest";
+import { GrantPolicy } from "./grants.js";
+
+const FRAME_BYTES = 1232;
+const ONE_WAY_US = 650;
+const SERVICE_US = (FRAME_BYTES * 8) / 20; // 20 Mbit/s: 492.8 µs a frame
+const STEP_US = 50;
+
+/**
+ * Run the loop for `duration_us`; between `lag_from_us` and `lag_to_us` every frame reaches the
+ * receiver `lag_us` late (a page that cannot keep up). `rtt_known`: the policy gets the
+ * controller's min RTT (as session.ts passes it), else NaN (the rule before the fix).
+ * @returns Mbit/s delivered over [measure_from_us, duration_us) and the share of grants at the floor there.
+ */
+function loop(rtt_known: boolean, duration_us: number, measure_from_us: number, lag = { from_us: 2e6, to_us: 3e6, lag_us: 30_000 }): { mbps: number; floor_share: number } {
+  const c = new NuwaController({});
+  c.onRttSample(2 * ONE_WAY_US);
+  const policy = new GrantPolicy();
+  let allowed = c.windowBytes; // cum_received + window of the newest grant the sender has
+  let acked = 0; // cum_received of that grant
+  let sent = 0;
+  let link_free_us = 0;
+  const arrivals: { send_us: number; at_us: number }[] = []; // in arrival order
+  const grants: { at_us: number; allowed: number; cum: number }[] = [];
+  let delivered = 0;
+  let grants_after = 0;
+  let floor_after = 0;
+  const maybeGrant = (t: number) => {
+    const w = Math.round(c.windowBytes);
+    if (!policy.due(t, w, rtt_known ? c.minRttSampleUs : Number.NaN)) return;
+    policy.sent(t, w);
+    grants.push({ at_us: t + ONE_WAY_US, allowed: c.cumReceivedBytes + w, cum: c.cumReceivedBytes });
+    if (t >= measure_from_us) {
+      grants_after++;
+      if (w <= 1200) floor_after++;
+    }
+  };
+  for (let t = 0; t < duration_us; t += STEP_US) {
+    while (grants.length && grants[0]!.at_us <= t) ({ allowed, cum: acked } = grants.shift()!); // latest wins
+    // the server's rule (PROTOCOL.md "Grants"): up to cum + window, and one frame whenever nothing is outstanding
+    while (sent + FRAME_BYTES <= allowed || sent <= acked) {
+      link_free_us = Math.max(link_free_us, t) + SERVICE_US;
+      const at = link_free_us + ONE_WAY_US;
+      arrivals.push({ send_us: t, at_us: at >= lag.from_us && at < lag.to_us ? at + lag.lag_us : at });
+      sent += FRAME_BYTES;
+    }
+    let got = 0;
+    while (arrivals.length && arrivals[0]!.at_us <= t) {
+      const a = arrivals.shift()!;
+      c.onFrame(a.send_us, a.at_us, FRAME_BYTES);
+      got++;
+      if (a.at_us >= measure_from_us) delivered += FRAME_BYTES;
+    }
+    if (got) {
+      policy.onFrames(got, got * FRAME_BYTES);
+      maybeGrant(t);
+    }
+    if (t % 5000 === 0) {
+      c.tick(t, true);
+      maybeGrant(t);
+    }
+  }
+  return { mbps: (delivered * 8) / (duration_us - measure_from_us), floor_share: floor_after / Math.max(1, grants_after) };
+}
+
+describe("grant policy × controller on a 1.3 ms path", () => {
+  it("a window that fell to one frame during a receiver lag leaves the floor (before the fix it stayed there)", () => {
+    const fixed = loop(true, 8e6, 5e6);
+    const before = loop(false, 8e6, 5e6);
+    console.log(`after a 1 s receiver lag, 5-8 s: ${fixed.mbps.toFixed(2)} Mbit/s (${(100 * fixed.floor_share).toFixed(0)} % of grants at the floor); the rule before: ${before.mbps.toFixed(2)} Mbit/s (${(100 * before.floor_share).toFixed(0)} %)`);
+    expect(before.floor_share).toBeGreaterThan(0.9); // the defect, reproduced: the loop can fail
+    expect(before.mbps).toBeLessThan(2); // 0.99 Mbit/s: one frame per 10 ms
+    expect(fixed.floor_share).toBeLessThan(0.1);
+    // 5.47 Mbit/s of 20 here: the window leaves the floor, but the validation (2 × delivery rate ×
+    // (min RTT + Qd)) still finds a fixed point near two frames, as it counts min RTT + Qd as the time
+    // a window is in flight, while on this path a frame's service and the grant's spacing add as much
+    // again (not fixed; the loaded loopback plays, whose frames arrive in bursts, reached 20 Mbit/s).
+    expect(fixed.mbps).toBeGreaterThan(4 * before.mbps);
+  });
+});
