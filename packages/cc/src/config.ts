@@ -65,7 +65,7 @@ export interface NuwaConfig {
   startup_exit_fraction: number;
   /** Delivery-rate cap: when Qd > Td, window ≤ max-filtered delivery rate × (min RTT + Td). */
   rate_cap: boolean;
-  /** Window validation: when Qd ≤ Td the window grows to at most this × (max delivery rate × (min RTT + Qd)); Infinity disables (RFC 7661). */
+  /** Window validation: when Qd ≤ Td the window grows to at most this × (max delivery rate × (min RTT + Qd), plus one min RTT on a path shorter than the grant interval); Infinity disables (RFC 7661). */
   window_validation_factor: number;
   /** Window of the delivery-rate max filter, ms (docs/DESIGN.md §3: 200–500 ms). */
   rate_filter_ms: number;

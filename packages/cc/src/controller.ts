@@ -21,6 +21,7 @@ import { BacklogEstimator } from "./backlog.js";
 import { type NuwaConfig, resolveConfig } from "./config.js";
 import { QueuingDelayKalman } from "./kalman.js";
 import { OneWayDelaySampler } from "./owd.js";
+import { GRANT_INTERVAL_US } from "./protocol.js";
 import { BusyPeriodRateEstimator, DeliveryRateEstimator } from "./rate.js";
 import { LinkWaitEstimator } from "./waits.js";
 
@@ -306,14 +307,22 @@ export class NuwaController {
    * information about the path; growing it anyway (the sender held back by its own loss-based
    * ceiling, say) lets a later burst of the whole window into the queue. The window is held at
    * most `window_validation_factor` × the bytes the path carries: max-filtered delivery rate ×
-   * (min RTT + Qd).
+   * the time a window takes to turn over, min RTT + Qd, plus one min RTT on a path whose min RTT is
+   * below the grant interval (`GRANT_INTERVAL_US`).
    */
   private validate(w_pkts: number, qd_ms: number, now_us: number, phase_factor = 1): number {
     const c = this.config;
     if (!Number.isFinite(c.window_validation_factor)) return w_pkts;
     const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
     if (!(rate_bps > 0)) return w_pkts;
-    const used_pkts = ((rate_bps / 8) * ((this.minRttUs + qd_ms * 1000) / 1e6)) / c.mss_bytes;
+    // A window turns over in min RTT + Qd plus the wait for the grant that frees the next one. On a
+    // path shorter than the grant interval the grant policy answers once per min RTT (half the window
+    // after one min RTT), so the turnaround is about 2 × min RTT + Qd: counted as min RTT + Qd, a window
+    // in full use reads as half used, and once the turnaround exceeds twice that the 2× bound admits no
+    // growth at all (grants-loop.test.ts: 0.6 ms RTT at 20 Mbit/s held near one frame, 9 Mbit/s). On a
+    // longer path the grant comes within GRANT_INTERVAL_US, inside the factor's allowance: not counted.
+    const feedback_us = this.minRttUs < GRANT_INTERVAL_US ? this.minRttUs : 0;
+    const used_pkts = ((rate_bps / 8) * ((this.minRttUs + feedback_us + qd_ms * 1000) / 1e6)) / c.mss_bytes;
     const limit_pkts = phase_factor * c.window_validation_factor * used_pkts;
     if (w_pkts > limit_pkts) {
       this.reason += `; window validation: ≤ ${phase_factor * c.window_validation_factor}× the ${used_pkts.toFixed(0)} packets in flight`;

@@ -8,6 +8,14 @@ export const FRAME_HEADER_BYTES = 20;
 export const MAX_FRAME_PAYLOAD_BYTES = 65_536;
 export const GRANT_BYTES = 44;
 export const GRANT_TYPE = 0x10;
+/**
+ * The receiver's grant cadence, µs: a grant that carries news (frames arrived) goes out at most this
+ * long after the previous one (docs/PROTOCOL.md "Grants"; the player's `GrantPolicy`
+ * `max_interval_us`). On a path whose min RTT is shorter, `GrantPolicy` also answers once half the
+ * window has arrived and one min RTT has passed, so the sender waits about one min RTT for the grant
+ * that frees its next window; the controller's window validation counts that wait (controller.ts).
+ */
+export const GRANT_INTERVAL_US = 10_000;
 
 export const FrameType = { HEAD: 1, DATA: 2, END: 3, ERROR: 4 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];

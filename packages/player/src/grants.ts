@@ -22,6 +22,8 @@
  * every interval, every grant carries news, and the cadence stays `max_interval_us`.
  * Pure: the adapter passes the time.
  */
+import { GRANT_INTERVAL_US } from "@nuwa/cc";
+
 export interface GrantPolicyConfig {
   /** Send after this many frames since the last grant. */
   every_frames: number;
@@ -38,7 +40,7 @@ export interface GrantPolicyConfig {
 export const DEFAULT_GRANT_POLICY: Readonly<GrantPolicyConfig> = Object.freeze({
   every_frames: 8,
   window_change_fraction: 0.125,
-  max_interval_us: 10_000,
+  max_interval_us: GRANT_INTERVAL_US, // 10 ms
   min_interval_us: 1_000,
   idle_max_interval_us: 400_000,
 });
