@@ -10,7 +10,7 @@ export const GRANT_BYTES = 44;
 export const GRANT_TYPE = 0x10;
 /**
  * The receiver's grant cadence, µs: a grant that carries news (frames arrived) goes out at most this
- * long after the previous one (docs/PROTOCOL.md "Grants"; the player's `GrantPolicy`
+ * long after the previous one (docs/DESIGN.md §2 step 5; the player's `GrantPolicy`
  * `max_interval_us`). On a path whose min RTT is shorter, `GrantPolicy` also answers once half the
  * window has arrived and one min RTT has passed, so the sender waits about one min RTT for the grant
  * that frees its next window; the controller's window validation counts that wait (controller.ts).
