@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
+import type { NuwaConfig } from "../config.js";
 import { jainIndex, simulateShared } from "./shared.js";
 import { constantRateTrace } from "./trace.js";
+
+/** Five Nuwa flows, 2 s apart, on a constant 6 Mbit/s link; fairness over 20 s to the end. */
+function fiveFlowsOn6Mbps(duration_s: number, config: Partial<NuwaConfig>) {
+  return simulateShared({
+    trace: constantRateTrace(6e6, 1000),
+    duration_s,
+    fair_from_s: 20,
+    flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config })),
+  });
+}
 
 describe("simulateShared (flows sharing one bottleneck)", () => {
   it("Jain's index: 1 for equal shares, 1/n for one taker, errors on bad input", () => {
@@ -14,13 +25,7 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
 
   it("the additive part of the increase brings latecomers (5 flows, 2 s apart) to an equal share (AIMD, Chiu & Jain 1989)", () => {
     // the raw Qd signal, as when the additive part was introduced (backlog.test.ts: the default signal)
-    const run = (a: number) =>
-      simulateShared({
-        trace: constantRateTrace(6e6, 1000),
-        duration_s: 60,
-        fair_from_s: 20,
-        flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { additive_increase_mss: a, qd_source: "raw" as const } })),
-      });
+    const run = (a: number) => fiveFlowsOn6Mbps(60, { additive_increase_mss: a, qd_source: "raw" });
     const without = run(0);
     const withAi = run(4);
     // Without it any split is an equilibrium and the early flows keep their lead.
@@ -37,13 +42,7 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
     // Measured: cap on p95 79 ms, Jain 0.993; off 1665 ms, 0.469. A longer filter (1000 ms) raised
     // the 18 dev traces' mean utilization 0.945 -> 0.956 (SIMULATED) but let 20 flows on 24 Mbit/s
     // build p95 421 ms (83 with 300 ms) at Jain 0.896: not shipped (docs/BENCHMARKS.md).
-    const run = (rate_cap: boolean) =>
-      simulateShared({
-        trace: constantRateTrace(6e6, 1000),
-        duration_s: 40,
-        fair_from_s: 20,
-        flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { rate_cap } })),
-      });
+    const run = (rate_cap: boolean) => fiveFlowsOn6Mbps(40, { rate_cap });
     const capped = run(true);
     const uncapped = run(false);
     expect(uncapped.queuing_delay_ms.p95).toBeGreaterThan(500);
