@@ -75,7 +75,7 @@ export interface NuwaConfig {
   base_refresh_interval_ms: number;
   /** Least duration of a drain probe, ms (BBR ProbeRTT uses 200 ms). */
   probe_min_duration_ms: number;
-  /** No arrival for max(this, 2 × smoothed RTT) while data is expected counts as silence (outage), ms. */
+  /** No arrival for max(this, 2 × max(smoothed RTT, min RTT + the last frame's Qd)) while data is expected counts as silence (outage), ms (RFC 6298 §2: a timeout scaled to the RTT as measured). */
   silence_ms: number;
   /** RTT assumed until a sample arrives, ms. */
   initial_rtt_ms: number;

@@ -121,6 +121,51 @@ describe("NuwaController API", () => {
     expect(() => add.setParams({ multiplicative_gain: 0.5 })).toThrow(/has no effect under step "additive"/);
   });
 
+  it("reads silence against the round trip the last frame saw (min RTT + its Qd), not the request's RTT alone (RFC 6298 §2)", () => {
+    // A frame with 150 ms of Qd on a 50 ms path: the next one is due about 200 ms later even from a
+    // one-frame window, so silence is max(silence_ms, 2 × (50 + 150) ms) = 400 ms after it.
+    const after = (qd_us: number) => {
+      const c = new NuwaController({ qd_source: "raw", adaptive_target_delay: false });
+      c.onRttSample(50_000);
+      for (let i = 0; i < 20; i++) c.onFrame(i * 5_000, i * 5_000, 1200); // base one-way delay (offset 0)
+      c.onFrame(100_000, 100_000 + qd_us, 1200);
+      const last_us = 100_000 + qd_us;
+      return { at250: c.tick(last_us + 250_000).phase, at450: c.tick(last_us + 450_000).phase };
+    };
+    expect(after(150_000)).toEqual({ at250: "avoidance", at450: "silence" }); // the 150 ms frame ended start-up
+    expect(after(0).at250, "an empty queue keeps the 200 ms floor").toBe("silence");
+  });
+
+  it("ends a drain probe at the second frame that left the sender after the cut grant reached it", () => {
+    // A standing queue of 80 ms the flow did not build (others' packets; Td 100 ms, so the window
+    // grows): no frame ever sees it drained, so a probe comes after base_refresh_interval_ms. The timed
+    // end would be 1.5 × 50 ms + 2 × 80 ms = 235 ms after the start; frames sent from 60 ms after the
+    // start (≥ min RTT + one grant interval) carry what the probe is for, and the second of them ends
+    // it at its arrival, 210 ms after the start.
+    const c = new NuwaController({ qd_source: "raw", adaptive_target_delay: false, target_delay_ms: 100, base_refresh_interval_ms: 1000 });
+    c.onRttSample(50_000);
+    for (let i = 0; i < 10; i++) c.onFrame(i * 5_000, i * 5_000, 1200);
+    let t = 50_000;
+    let before_bytes = 0;
+    while (c.currentPhase !== "probe_drain" && t < 5_000_000) {
+      before_bytes = c.windowBytes;
+      t += 5_000;
+      c.onFrame(t - 80_000, t, 1200); // sent 80 ms before it is read
+    }
+    expect(c.currentPhase).toBe("probe_drain");
+    expect(before_bytes).toBeGreaterThan(4 * c.config.min_window_bytes);
+    const start_us = t;
+    c.onFrame(start_us + 20_000 - 80_000, start_us + 20_000, 1200); // left before the cut: still probing
+    c.onFrame(start_us + 40_000 - 80_000, start_us + 40_000, 1200);
+    expect(c.currentPhase).toBe("probe_drain");
+    c.onFrame(start_us + 60_000, start_us + 140_000, 1200); // the first that left after the cut reached the sender
+    expect(c.currentPhase).toBe("probe_drain");
+    const d = c.onFrame(start_us + 130_000, start_us + 210_000, 1200); // the second
+    expect(d.phase).toBe("avoidance");
+    expect(d.reason).toMatch(/drain probe done/);
+    expect(d.window_bytes, "the window from before the probe is back").toBeGreaterThanOrEqual(0.9 * before_bytes);
+  });
+
   it("grows in start-up by one MSS per MSS received and leaves it when queuing appears", () => {
     // raw Qd: these frames queue behind nothing of ours, so the default backlog signal would read
     // their delay as the link's own wait (backlog.test.ts covers that); here the rule's algebra

@@ -77,6 +77,7 @@ export interface BandwidthEstimate {
   peak_rtt_rate_bps: number;
 }
 
+const PROBE_FRESH_FRAMES = 2; // frames sent after the cut grant reached the sender that end a drain probe (onFrame)
 const RATE_SPAN_US = 100_000; // µs: span of one delivery-rate sample inside the max filter
 const TD_REFRESH_US = 20_000; // µs: the adaptive Td is recomputed at most this often
 const RESTART_RATE_WINDOW_US = 2_000_000; // µs: delivery rate that sizes the window after a silence
@@ -109,6 +110,8 @@ export class NuwaController {
   private smoothed_rtt_us = Number.NaN;
   // Drain probe.
   private probe_end_us = Number.NaN;
+  private probe_start_us = Number.NaN;
+  private probe_fresh_frames = 0;
   private window_before_probe_bytes = 0;
   // Outage (silence) handling.
   private silence_since_us = Number.NaN;
@@ -273,6 +276,22 @@ export class NuwaController {
       }
       case "probe_drain":
         this.reason = "drain probe: refreshing the base one-way delay";
+        // A frame that left the sender after the cut grant reached it (sent one up-path delay, plus up
+        // to one grant interval, after the probe began: its zero-queue arrival is ≥ start + min RTT +
+        // GRANT_INTERVAL_US) found the queue empty of ours: under a one-frame window the sender lets it
+        // go only once all our earlier frames are read, so its Qd is what others' packets and the
+        // link's waits hold. After PROBE_FRESH_FRAMES of them the probe has what it is for and ends;
+        // waiting on for the timed end (1.5 × min RTT + 2 × the raw Qd at the start: seconds after an
+        // outage) starves the flow at one frame per RTT. Two, not one: end to end, 5 sessions on 6
+        // Mbit/s (`./nuwa load --sessions 5 --link-mbps 6 --duration 20`), the probe's minimum over
+        // one fresh frame adopted more of the others' queue as base delay (up to 56 ms for 25 ms) and
+        // Jain's index fell to 0.952 on average over 12 runs (0.852 lowest); over two, 0.980 in 6
+        // runs, as before the change (0.979 in 8).
+        if (zero_queue_arrival_us >= this.probe_start_us + this.minRttUs + GRANT_INTERVAL_US) this.probe_fresh_frames++;
+        if (this.probe_fresh_frames >= PROBE_FRESH_FRAMES && recv_time_us - this.probe_start_us >= c.probe_min_duration_ms * 1000) {
+          this.endProbe(recv_time_us);
+          w_pkts = this.window_bytes / c.mss_bytes; // the window from before the probe, as endProbe restored it
+        }
         break;
     }
     if (this.phase !== "probe_drain") this.window_bytes = this.clamp(w_pkts * c.mss_bytes);
@@ -346,7 +365,16 @@ export class NuwaController {
    */
   tick(now_us: number, expecting_data = true): Decision {
     const c = this.config;
-    const silence_us = Math.max(c.silence_ms * 1000, 2 * (Number.isNaN(this.smoothed_rtt_us) ? 0 : this.smoothed_rtt_us));
+    // Silence: nothing for twice the round trip the last frame saw, min RTT + its Qd, and at least
+    // silence_ms (a timeout scaled to the RTT as measured, queue included: RFC 6298 §2, RFC 9002
+    // §6.2.1). The request's RTT sample (smoothed_rtt_us) is taken when the queue is short, so alone it
+    // let a standing queue read as an outage: a window of one frame (a drain probe, the floor) sees
+    // one frame per min RTT + Qd, and another flow's burst adds its length to the gap; the restart in
+    // start-up then added a window of stale-frame growth to the shared queue, and the other flows saw
+    // that burst as silence in turn (12 sessions on 6 Mbit/s, 50 ms each way, end to end: p50 1.2 s,
+    // loss 2.3 %; docs/BENCHMARKS.md, thirty-seventh session).
+    const rtt_now_us = Math.max(Number.isNaN(this.smoothed_rtt_us) ? 0 : this.smoothed_rtt_us, this.minRttUs + this.raw_qd_ms * 1000);
+    const silence_us = Math.max(c.silence_ms * 1000, 2 * rtt_now_us);
     if (expecting_data && !Number.isNaN(this.last_recv_us) && now_us - this.last_recv_us > silence_us) {
       if (Number.isNaN(this.silence_since_us)) {
         this.silence_since_us = now_us;
@@ -379,6 +407,8 @@ export class NuwaController {
       this.window_before_probe_bytes = this.window_bytes;
       this.window_bytes = this.config.min_window_bytes;
       // Long enough for the cut grant to reach the sender, the queue to drain and fresh frames to return.
+      this.probe_start_us = now_us;
+      this.probe_fresh_frames = 0;
       this.probe_end_us = now_us + Math.max(this.config.probe_min_duration_ms * 1000, 1.5 * this.minRttUs + this.raw_qd_ms * 2000);
       this.sampler.startProbe();
       this.reason = "drain probe: queue not seen empty for the refresh interval";
