@@ -128,19 +128,21 @@ describe("near-dark links (NYC 3G subway, 23 s under 0.3 Mbit/s)", () => {
 });
 
 describe("why the adaptive Td is off by default", () => {
-  it("flows sharing one queue: the adaptive Td inflates the queue (raw Qd, service delay) or breaks fairness (backlog signal)", () => {
+  it("flows sharing one queue: the adaptive Td inflates the queue (raw Qd, service delay)", () => {
     const run = (config: object) =>
       simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config })) });
     const pinned = run({});
-    expect(pinned.jain_index).toBeGreaterThan(0.95); // measured 0.993, p95 79 ms (service delay, the default)
+    expect(pinned.jain_index).toBeGreaterThan(0.95); // measured 0.999, p95 85 ms (service delay, the default)
     const pinnedRaw = run({ qd_source: "raw" });
     // If these start failing, the adaptation has learnt to tell a shared queue from link jitter:
     // reconsider the default (config.ts adaptive_target_delay).
     const onRaw = run({ ...ADAPTIVE, qd_source: "raw" });
     expect(onRaw.queuing_delay_ms.p95).toBeGreaterThan(1.4 * pinnedRaw.queuing_delay_ms.p95); // measured 114 ms
+    // Under the backlog signal it also broke fairness (Jain 0.605) until the window validation counted
+    // the raw Qd in a window's turnaround (thirty-seventh session): 0.962 now, p95 72 ms (61 pinned).
     const onBacklog = run({ ...ADAPTIVE, qd_source: "backlog" });
-    expect(onBacklog.jain_index).toBeLessThan(0.85); // measured 0.605
-    const onService = run(ADAPTIVE); // the default signal: fair (0.976), but p95 157 ms: twice as deep
+    expect(onBacklog.jain_index).toBeGreaterThan(0.9);
+    const onService = run(ADAPTIVE); // the default signal: fair (0.992), but p95 182 ms: twice as deep
     expect(onService.queuing_delay_ms.p95).toBeGreaterThan(1.4 * pinned.queuing_delay_ms.p95);
   });
 });

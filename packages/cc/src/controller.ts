@@ -326,8 +326,9 @@ export class NuwaController {
    * information about the path; growing it anyway (the sender held back by its own loss-based
    * ceiling, say) lets a later burst of the whole window into the queue. The window is held at
    * most `window_validation_factor` × the bytes the path carries: max-filtered delivery rate ×
-   * the time a window takes to turn over, min RTT + Qd, plus one min RTT on a path whose min RTT is
-   * below the grant interval (`GRANT_INTERVAL_US`).
+   * the time a window takes to turn over, min RTT + the raw Qd (the whole queue ahead, others'
+   * packets included), plus one min RTT on a path whose min RTT is below the grant interval
+   * (`GRANT_INTERVAL_US`).
    */
   private validate(w_pkts: number, qd_ms: number, now_us: number, phase_factor = 1): number {
     const c = this.config;
@@ -341,7 +342,14 @@ export class NuwaController {
     // growth at all (grants-loop.test.ts: 0.6 ms RTT at 20 Mbit/s held near one frame, 9 Mbit/s). On a
     // longer path the grant comes within GRANT_INTERVAL_US, inside the factor's allowance: not counted.
     const feedback_us = this.minRttUs < GRANT_INTERVAL_US ? this.minRttUs : 0;
-    const used_pkts = ((rate_bps / 8) * ((this.minRttUs + feedback_us + qd_ms * 1000) / 1e6)) / c.mss_bytes;
+    // The turnaround counts the queue the frames wait in, the raw Qd, not the (smaller) Qd that drives
+    // the rule: with other flows' packets ahead, a window of one frame turns over in min RTT + their
+    // queue while its service delay reads 0. Counted as min RTT + 0, a flow behind a standing queue
+    // longer than its min RTT read its one frame as half used and could not grow (8 flows on 6 Mbit/s,
+    // 5 ms each way, end to end: two held at 0.14 Mbit/s, Jain 0.817; docs/BENCHMARKS.md,
+    // thirty-seventh session).
+    const turn_qd_ms = Math.max(qd_ms, this.raw_qd_ms);
+    const used_pkts = ((rate_bps / 8) * ((this.minRttUs + feedback_us + turn_qd_ms * 1000) / 1e6)) / c.mss_bytes;
     const limit_pkts = phase_factor * c.window_validation_factor * used_pkts;
     if (w_pkts > limit_pkts) {
       this.reason += `; window validation: ≤ ${phase_factor * c.window_validation_factor}× the ${used_pkts.toFixed(0)} packets in flight`;
