@@ -81,6 +81,10 @@ def socket_unsent_bytes(sock: socket.socket | None) -> int:
         return 0
 
 
+# s: a session's close on SIGTERM may take this long (a slow reader), twice over at most
+SHUTDOWN_GRACE_S = 4.0
+
+
 class WsNuwaConnection:
     """One WebSocket connection = one Nuwa session (:class:`.session.NuwaSession`).
 
@@ -159,11 +163,20 @@ class WsNuwaConnection:
         with 1001 (going away, RFC 6455 §7.4.1) and the reason "server shutting down", the
         QUIC path's capsule text."""
         self.shutting_down = True
+        # The close frame is queued first, before the run task is cancelled: the run task's own
+        # close comes after the pump's cancellation and the session's close, and on a loaded host
+        # (CI beside the other e2e tests: the server exited 4.4 s after SIGTERM) it was still
+        # behind them when Server.close's own 1001 without a reason went out. The page's reason
+        # then read "closed by the server (code 1001)". Frames are written whole, so the close
+        # goes out behind at most the frame being written; the run task's close is then a no-op.
+        closing = asyncio.ensure_future(self._ws.close(1001, "server shutting down"))
         task = getattr(self, "_run_task", None)
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), 2.0)
+                await asyncio.wait_for(asyncio.shield(task), SHUTDOWN_GRACE_S)
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(asyncio.shield(closing), SHUTDOWN_GRACE_S)
 
     def _on_message(self, message: bytes) -> bool:
         """Handle one frame; returns False when the session must close (flood)."""
