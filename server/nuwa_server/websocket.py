@@ -143,17 +143,9 @@ class WsNuwaConnection:
                                                                  "grant flood"))
                     await self._ws.close(1008, "grant flood")
             gone = self.session.close(reason)
-            if reason == "server_shutdown":
-                # The close frame carries the reason: the polyfill resolves `closed` with the
-                # WebSocket's code and reason (an APPLICATION_CLOSE frame's reason it keeps only
-                # for failing streams), so the page sees "server shutting down" either way. It
-                # goes first, with no RESET_STREAM per open stream ahead of it (the close ends them
-                # all): each send waits for the socket's buffer to drain (write_limit 1), and a
-                # slow reader then held the close past Server.shutdown's 2 s, after which
-                # websockets closed with 1001 and no reason (the serve e2e test on a loaded host).
-                with contextlib.suppress(Exception):
-                    await self._ws.close(1001, "server shutting down")
-            else:
+            # On server shutdown the close frame is already queued (shutdown()) and ends every
+            # stream: no RESET_STREAM per open stream goes ahead of it.
+            if reason != "server_shutdown":
                 for stream_id in gone:
                     with contextlib.suppress(Exception):
                         await self._ws.send(encode_reset_stream(stream_id, WS_STREAM_GONE))
@@ -163,12 +155,13 @@ class WsNuwaConnection:
         with 1001 (going away, RFC 6455 §7.4.1) and the reason "server shutting down", the
         QUIC path's capsule text."""
         self.shutting_down = True
-        # The close frame is queued first, before the run task is cancelled: the run task's own
-        # close comes after the pump's cancellation and the session's close, and on a loaded host
-        # (CI beside the other e2e tests: the server exited 4.4 s after SIGTERM) it was still
-        # behind them when Server.close's own 1001 without a reason went out. The page's reason
-        # then read "closed by the server (code 1001)". Frames are written whole, so the close
-        # goes out behind at most the frame being written; the run task's close is then a no-op.
+        # The close frame carries the reason: the polyfill resolves `closed` with the WebSocket's
+        # code and reason (an APPLICATION_CLOSE frame's reason it keeps only for failing
+        # streams). It is queued first, before the run task is cancelled: sent from the run
+        # task's cleanup, behind the pump's cancellation and the session's close, it was still
+        # waiting on a loaded host (CI beside the other e2e tests: exit 4.4 s after SIGTERM) when
+        # Server.close sent its own 1001 without a reason ("closed by the server (code 1001)").
+        # Frames are written whole, so it goes out behind at most the frame being written.
         closing = asyncio.ensure_future(self._ws.close(1001, "server shutting down"))
         task = getattr(self, "_run_task", None)
         if task is not None and not task.done():

@@ -21,6 +21,7 @@ interface Path {
 }
 const LOOPBACK: Path = { one_way_us: 650, link_mbps: 20 };
 const NO_LAG = { from_us: 0, to_us: 0, lag_us: 0 };
+const ONE_S_LAG = { from_us: 2e6, to_us: 3e6, lag_us: 30_000 }; // frames 30 ms late from 2 s to 3 s
 
 /**
  * Run the loop for `duration_us`; between `lag_from_us` and `lag_to_us` every frame reaches the
@@ -28,7 +29,7 @@ const NO_LAG = { from_us: 0, to_us: 0, lag_us: 0 };
  * controller's min RTT (as session.ts passes it), else NaN (the rule before the fix).
  * @returns Mbit/s delivered over [measure_from_us, duration_us) and the share of grants at the floor there.
  */
-function loop(rtt_known: boolean, duration_us: number, measure_from_us: number, lag = { from_us: 2e6, to_us: 3e6, lag_us: 30_000 }, path: Path = LOOPBACK): { mbps: number; floor_share: number } {
+function loop(rtt_known: boolean, duration_us: number, measure_from_us: number, lag = ONE_S_LAG, path: Path = LOOPBACK): { mbps: number; floor_share: number } {
   const ONE_WAY_US = path.one_way_us;
   const SERVICE_US = (FRAME_BYTES * 8) / path.link_mbps; // µs a frame (20 Mbit/s: 492.8 µs)
   const c = new NuwaController({});
@@ -102,7 +103,7 @@ describe("grant policy × controller on a 1.3 ms path", () => {
     // 100 / 100. With it: 20 / 18.48 at 0.3 ms and 20 Mbit/s, the link's rate in every other case.
     for (const one_way_us of [300, 650, 1500]) {
       for (const link_mbps of [20, 100]) {
-        for (const lag of [NO_LAG, { from_us: 2e6, to_us: 3e6, lag_us: 30_000 }]) {
+        for (const lag of [NO_LAG, ONE_S_LAG]) {
           const r = loop(true, 10e6, 5e6, lag, { one_way_us, link_mbps });
           const name = `${one_way_us / 1000} ms each way, ${link_mbps} Mbit/s, ${lag.lag_us ? "after a 1 s lag" : "no lag"}`;
           expect(r.mbps, name).toBeGreaterThan(0.9 * link_mbps);

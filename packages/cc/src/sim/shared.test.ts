@@ -3,13 +3,14 @@ import type { NuwaConfig } from "../config.js";
 import { jainIndex, simulateShared } from "./shared.js";
 import { constantRateTrace } from "./trace.js";
 
-/** Five Nuwa flows, 2 s apart, on a constant 6 Mbit/s link; fairness over 20 s to the end. */
-function fiveFlowsOn6Mbps(duration_s: number, config: Partial<NuwaConfig>) {
+/** `n` Nuwa flows on a constant 6 Mbit/s link, `gap_s` apart, `one_way_delay_ms` each way (25); fairness from `fair_from_s` (20) to the end. */
+function flowsOn6Mbps(o: { n: number; duration_s: number; gap_s?: number; one_way_delay_ms?: number; fair_from_s?: number; config?: Partial<NuwaConfig> }) {
   return simulateShared({
     trace: constantRateTrace(6e6, 1000),
-    duration_s,
-    fair_from_s: 20,
-    flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config })),
+    duration_s: o.duration_s,
+    fair_from_s: o.fair_from_s ?? 20,
+    one_way_delay_ms: o.one_way_delay_ms,
+    flows: Array.from({ length: o.n }, (_, i) => ({ start_s: i * (o.gap_s ?? 2), config: o.config })),
   });
 }
 
@@ -25,7 +26,7 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
 
   it("the additive part of the increase brings latecomers (5 flows, 2 s apart) to an equal share (AIMD, Chiu & Jain 1989)", () => {
     // the raw Qd signal, as when the additive part was introduced (backlog.test.ts: the default signal)
-    const run = (a: number) => fiveFlowsOn6Mbps(60, { additive_increase_mss: a, qd_source: "raw" });
+    const run = (a: number) => flowsOn6Mbps({ n: 5, duration_s: 60, config: { additive_increase_mss: a, qd_source: "raw" } });
     const without = run(0);
     const withAi = run(4);
     // Without it any split is an equilibrium and the early flows keep their lead.
@@ -43,7 +44,7 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
     // the cap was mostly the silence cascade (next test); 20 flows on 24 Mbit/s, 1 s apart: p95 135 ms
     // with the cap, 359 without. A longer filter (1000 ms) raised the 18 dev traces' mean utilization
     // 0.945 -> 0.955 (SIMULATED) but lets the shared queue grow more: not shipped (docs/BENCHMARKS.md).
-    const run = (rate_cap: boolean) => fiveFlowsOn6Mbps(40, { rate_cap });
+    const run = (rate_cap: boolean) => flowsOn6Mbps({ n: 5, duration_s: 40, config: { rate_cap } });
     const capped = run(true);
     const uncapped = run(false);
     expect(uncapped.queuing_delay_ms.p95).toBeGreaterThan(3 * capped.queuing_delay_ms.p95);
@@ -58,13 +59,7 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
     // read as a quarter used and the 2x bound held it there: 6 of 8 flows at one frame, Jain 0.424
     // (end to end 0.817, two sessions at 0.14 Mbit/s of a 0.75 fair share). Counting the raw Qd:
     // Jain 0.996, p95 193 ms (each flow now holds its own Td of the queue, as on longer paths).
-    const r = simulateShared({
-      trace: constantRateTrace(6e6, 1000),
-      duration_s: 40,
-      fair_from_s: 20,
-      one_way_delay_ms: 5,
-      flows: Array.from({ length: 8 }, (_, i) => ({ start_s: i * 2 })),
-    });
+    const r = flowsOn6Mbps({ n: 8, duration_s: 40, one_way_delay_ms: 5 });
     expect(r.jain_index).toBeGreaterThan(0.95);
     expect(Math.min(...r.goodput_bps)).toBeGreaterThan(0.5 * (6e6 / 8));
     expect(r.utilization).toBeGreaterThan(0.97);
@@ -79,13 +74,7 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
     // frames (controller.ts): p50 115, p95 154, no loss, Jain 0.990. End to end (./nuwa load --sessions
     // 12 --link-mbps 6 --delay-ms 50): p50 1200 -> 217 ms, loss 2.3 % -> 0 (docs/BENCHMARKS.md;
     // before the validation change above).
-    const r = simulateShared({
-      trace: constantRateTrace(6e6, 1000),
-      duration_s: 40,
-      fair_from_s: 10,
-      one_way_delay_ms: 50,
-      flows: Array.from({ length: 5 }, () => ({ start_s: 0 })),
-    });
+    const r = flowsOn6Mbps({ n: 5, duration_s: 40, gap_s: 0, one_way_delay_ms: 50, fair_from_s: 10 });
     expect(r.queuing_delay_ms.p95).toBeLessThan(300);
     expect(r.loss_rate).toBe(0);
     expect(r.jain_index).toBeGreaterThan(0.95);
