@@ -13,6 +13,19 @@ the receiver got; ``outstanding_bytes = bytes_written − cum_received_bytes``;
 ``ceiling_bytes`` = the connection's own congestion window (cubic cwnd,
 RFC 9002 §7 / RFC 9438), which the server never exceeds whatever the grant.
 
+Grant pacing (nuwa mode only, :meth:`GrantState.pace_wait_us`): frames the window
+allows leave at ``GRANT_PACING_GAIN`` × min(window in force, ceiling) ÷ RTT, where the
+RTT is min(smoothed, latest) of the grants' echo samples (RFC 9002 §7.7: rate = N ×
+cwnd ÷ smoothed_rtt; §5.3 smoothing), from a bucket of at most
+max(2 frames, ``GRANT_PACING_CREDIT_US`` of the rate). Without it a window's frames
+left as fast as the grants released them, and aioquic's pacer (ceiling ÷ sRTT, a
+bucket of up to 16 packets that releases a packet whenever it is above zero) let them
+go in clumps: flows sharing a queue then sat in it as contiguous runs, each one's
+service delay read only its own run, and the shared queue grew with the number of
+flows (docs/DESIGN.md §3 "Grant pacing"). Nothing is held while nothing is
+outstanding (the liveness rule below), and nothing is paced before the first RTT
+sample.
+
 Grant timeout (nuwa mode only): when no grant has been accepted for
 ``grant_timeout_us`` (since the session started, if none ever was), the
 receiver's report of what it received is stale, so the server falls back to
@@ -50,6 +63,20 @@ bucket refill rate). Twice the player's ceiling of 1 kHz
 FLOOD_BURST = 500
 """Grant flood guard: bucket depth, datagrams (a burst of 500 back-to-back
 datagrams, e.g. bunched by the network, is tolerated)."""
+
+GRANT_PACING_GAIN = 2.0
+"""Grant pacing rate = this × min(window, ceiling) ÷ RTT (dimensionless). 2, as the
+simulator's sender (packages/cc/src/sim/pacing.ts) and Linux's slow-start pacing ratio
+(``tcp_pacing_ss_ratio`` = 200 %): a window that doubles per RTT in start-up is not held
+back. Simulated (12 flows on 6 Mbit/s, 25 ms each way): gain 1.25 p50 47 ms, 1.5 56, 2
+73, against 200 unpaced; single flows (18 dev traces) mean utilization 0.939, 0.943,
+0.944, against 0.944 unpaced (docs/BENCHMARKS.md, thirty-eighth session)."""
+
+GRANT_PACING_CREDIT_US = 5_000
+"""The grant pacer's bucket holds this much time at its rate (or two frames, whichever is
+more), µs: the send loop's wake-ups come from asyncio timers that fire late by a ms or
+more, and the credit lets a late wake catch up (the same allowance as
+:data:`.cc.pacing.WAKEUP_CREDIT_S` gives BBR's pacer)."""
 
 REASON_OK = "ok"
 REASON_REPLAY = "replay"
@@ -211,6 +238,14 @@ class GrantState:
     frames_written: int = 0
     fallback_entries: int = 0
     _fallback_level: int = 0
+    srtt_us: float | None = None
+    """Smoothed RTT of the grants' echo samples, µs (RFC 9002 §5.3; None before the first)."""
+    latest_rtt_us: int | None = None
+    """The latest echo RTT sample, µs (None before the first)."""
+    frames_paced: int = 0
+    """Times the grant pacer held a frame the window allowed."""
+    _pace_tokens_bytes: float = 0.0
+    _pace_time_us: int | None = None
 
     def __post_init__(self) -> None:
         self.config.validate()
@@ -276,13 +311,19 @@ class GrantState:
             self.grants_clamped[reason] += 1
         assert self.cum_received_bytes <= self.bytes_written
         assert self.config.min_window_bytes <= self.window_bytes <= self.config.max_window_bytes
+        rtt_us = self.rtt_sample_us(grant, now_us)
+        if rtt_us is not None:
+            self.latest_rtt_us = rtt_us
+            # RFC 9002 §5.3: smoothed_rtt = 7/8 smoothed_rtt + 1/8 latest_rtt (first: the sample)
+            self.srtt_us = float(rtt_us) if self.srtt_us is None else (
+                0.875 * self.srtt_us + 0.125 * rtt_us)
         return GrantDecision(
             True,
             "+".join(reasons) if reasons else REASON_OK,
             grant,
             window,
             cum,
-            self.rtt_sample_us(grant, now_us),
+            rtt_us,
         )
 
     def set_window(self, window_bytes: int) -> int:
@@ -327,6 +368,56 @@ class GrantState:
 
     # ------------------------------------------------------------------ frames out
 
+    def pacing_rtt_us(self) -> float | None:
+        """The RTT the grant pacer divides by, µs: min(smoothed, latest) of the echo samples
+        (the latest falls as soon as a queue drains; the smoothed one lags about 8 samples
+        behind it, which after an outage held a returning link at a crawl in the simulator).
+        None before the first sample."""
+        if self.srtt_us is None or self.latest_rtt_us is None:
+            return None
+        return max(1.0, min(self.srtt_us, float(self.latest_rtt_us)))
+
+    def pacing_rate_bytes_per_s(self, budget: WriteBudget, ceiling_bytes: int) -> float | None:
+        """The grant pacer's rate under ``budget``, bytes/s: :data:`GRANT_PACING_GAIN` ×
+        min(window in force, ``ceiling_bytes``) ÷ :meth:`pacing_rtt_us` (RFC 9002 §7.7).
+        None when nothing is paced: grants not enforced or not the window's source
+        (``cubic``, ``reno``, ``oracle``), or no RTT sample yet."""
+        if not self.config.enforce or not self.config.window_from_grants:
+            return None
+        rtt_us = self.pacing_rtt_us()
+        if rtt_us is None or budget.window_bytes is None:
+            return None
+        in_force = min(budget.window_bytes, ceiling_bytes)
+        return GRANT_PACING_GAIN * in_force * 1e6 / rtt_us
+
+    def pace_wait_us(self, now_us: int, frame_bytes: int, budget: WriteBudget,
+                     ceiling_bytes: int) -> int | None:
+        """When a frame of ``frame_bytes`` that ``budget`` allows may leave: None for now,
+        else the CLOCK_MONOTONIC µs at which the bucket holds it (module doc, "Grant
+        pacing"). Never holds a frame while nothing is outstanding (the liveness rule), nor
+        when :meth:`pacing_rate_bytes_per_s` is None. Refills the bucket up to ``now_us``;
+        :meth:`on_frame_written` charges it."""
+        rate = self.pacing_rate_bytes_per_s(budget, ceiling_bytes)
+        if rate is None or rate <= 0:
+            self._pace_time_us = None
+            return None
+        bucket_max = max(2.0 * frame_bytes, rate * GRANT_PACING_CREDIT_US / 1e6)
+        if self._pace_time_us is None:
+            self._pace_tokens_bytes = bucket_max  # the first paced frame: a full bucket
+        else:
+            elapsed_us = max(0, now_us - self._pace_time_us)
+            self._pace_tokens_bytes = min(bucket_max,
+                                          self._pace_tokens_bytes + rate * elapsed_us / 1e6)
+        self._pace_time_us = now_us
+        # a frame within one µs of credit goes: times are whole µs, and a wake-up read a µs
+        # early (a clock read as a float, then floored) must not ask for another one-µs wait
+        if (budget.outstanding_bytes <= 0
+                or self._pace_tokens_bytes + rate * 1e-6 >= frame_bytes):
+            return None
+        self.frames_paced += 1
+        short_bytes = frame_bytes - self._pace_tokens_bytes
+        return now_us + max(1, int(short_bytes * 1e6 / rate + 0.999))
+
     def fallback_level(self, now_us: int) -> int:
         """Number of whole grant timeouts since the last accepted grant (0 = none)."""
         if not self.config.enforce or not self.config.window_from_grants:
@@ -370,6 +461,9 @@ class GrantState:
         """
         self.bytes_written += frame_bytes
         self.frames_written += 1
+        if self._pace_time_us is not None:  # the grant pacer's charge (pace_wait_us refilled it)
+            self._pace_tokens_bytes = max(-float(frame_bytes),
+                                          self._pace_tokens_bytes - frame_bytes)
         outstanding_after = budget.outstanding_bytes + frame_bytes
         if budget.window_bytes is not None and outstanding_after > (
             budget.window_bytes + frame_bytes

@@ -15,6 +15,9 @@ stamped and handed to the transport only when it can leave at once, so its
   min(grant window, the transport's ceiling); a session it blocks waits for
   a grant or its next timeout step; when the grant allowed the frame but the
   ceiling did not, the ceiling's window is in use (RFC 9002 §7.8);
+* the grant pacer (``--cc nuwa``, :meth:`.grants.GrantState.pace_wait_us`): a frame
+  the window allows leaves at 2 × min(window, ceiling) ÷ RTT; a session it holds waits
+  like one its grant holds, until the time its bucket has the frame;
 * the pacer (QUIC: aioquic's, RFC 9002 §7.7): a held frame stops the pump
   until the pacer's next packet time, and the window counts as in use;
 * then the frame gets its seq and stamp, is written, and is counted
@@ -154,6 +157,13 @@ def pump(sessions: Iterable[NuwaSession], transport: FrameTransport,
                 if wake is not None and (result.grant_wake_us is None
                                          or wake < result.grant_wake_us):
                     result.grant_wake_us = wake
+                continue
+            pace_us = session.grants.pace_wait_us(t_us, frame_bytes, budget, ceiling)
+            if pace_us is not None:
+                blocked.add(session.session_id)
+                result.grant_blocked = True
+                if result.grant_wake_us is None or pace_us < result.grant_wake_us:
+                    result.grant_wake_us = pace_us
                 continue
             pacer_wake_s = transport.pacer_wait()
             if pacer_wake_s is not None:

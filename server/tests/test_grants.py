@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nuwa_server.grants import (
+    GRANT_PACING_CREDIT_US,
+    GRANT_PACING_GAIN,
     INITIAL_WINDOW_BYTES,
     MAX_WINDOW_BYTES,
     MIN_WINDOW_BYTES,
@@ -165,6 +167,109 @@ def test_rtt_sample_from_echo() -> None:
     assert g.on_grant(Grant(3, 0, 0, 5000, T0 + 70_000, 0), T0 + 60_000).rtt_us is None
     assert g.on_grant(Grant(4, 0, 0, 5000, T0 - 1, 0), T0 + 60_000).rtt_us is None
     assert g.on_grant(Grant(5, 0, 0, 5000, T0 + 1, 2**32 - 1), T0 + 60_000).rtt_us is None
+
+
+def paced_frames(g: GrantState, start_us: int, end_us: int, ceiling: int = 10**9) -> list[int]:
+    """Write FRAME-byte frames from ``start_us`` to ``end_us`` as the send loop does (budget,
+    then the grant pacer, waking at the time it names); return their send times, µs."""
+    sent: list[int] = []
+    t = start_us
+    while t < end_us:
+        b = g.budget(t, 0)
+        if not b.allows(FRAME, ceiling):
+            return sent
+        wake = g.pace_wait_us(t, FRAME, b, ceiling)
+        if wake is not None:
+            assert wake > t
+            t = wake
+            continue
+        g.on_frame_written(FRAME, b)
+        sent.append(t)
+    return sent
+
+
+def test_grant_pacer_spreads_a_window_over_half_the_measured_rtt() -> None:
+    """2 × window ÷ min(sRTT, latest RTT): a 100 kB window on a 200 ms RTT (a 50 ms path
+    behind 150 ms of others' queue) leaves at 1 MB/s, not as one run (RFC 9002 §7.7)."""
+    g = state()
+    g.bytes_written = 1
+    echo = T0 + 1000
+    g.on_grant(Grant(1, 0, 1, 100_000, echo_send_time_us=echo, echo_hold_us=0), echo + 200_000)
+    assert g.latest_rtt_us == 200_000 and g.srtt_us == 200_000.0
+    now = echo + 200_000
+    sent = paced_frames(g, now, now + 1_000_000)
+    assert len(sent) == 100_000 // FRAME  # the whole window, then the window binds
+    rate = GRANT_PACING_GAIN * 100_000 / 0.2  # bytes/s
+    burst = int(max(2 * FRAME, rate * GRANT_PACING_CREDIT_US / 1e6) // FRAME)
+    # a full bucket goes at once, the rest at the rate: the window takes ~ RTT / 2
+    assert sent[burst] - sent[0] < 2_000
+    span_s = (sent[-1] - sent[0]) / 1e6
+    assert span_s == pytest.approx((len(sent) - burst) * FRAME / rate, rel=0.05)
+    assert 0.08 < span_s < 0.1
+    assert g.frames_paced > 0 and g.grant_violations == 0
+    # a held frame goes at the wake it was given, and a µs before it (a clock read floored)
+    g.on_grant(Grant(2, 0, g.bytes_written, 200_000, echo_send_time_us=echo, echo_hold_us=0),
+               echo + 200_000)
+    t = sent[-1] + 1
+    while (wake := g.pace_wait_us(t, FRAME, g.budget(t, 0), 10**9)) is None:
+        g.on_frame_written(FRAME, g.budget(t, 0))
+    assert g.pace_wait_us(wake - 1, FRAME, g.budget(wake - 1, 0), 10**9) is None
+
+
+def test_grant_pacer_holds_nothing_without_rtt_or_outstanding_or_enforcement() -> None:
+    """No RTT sample yet, nothing outstanding (the liveness rule), ``cubic``/``reno`` and
+    ``oracle`` (the window is not the grants'): the pacer never holds a frame."""
+    g = state()
+    b = g.budget(T0, 0)
+    assert g.pacing_rate_bytes_per_s(b, 10**9) is None
+    assert g.pace_wait_us(T0, FRAME, b, 10**9) is None
+    assert len(paced_frames(g, T0, T0 + 1)) == INITIAL_WINDOW_BYTES // FRAME  # no sample: unpaced
+    # an RTT sample, a one-frame window on a 10 s RTT: a frame goes when nothing is outstanding
+    g2 = state()
+    g2.bytes_written = 1
+    g2.on_grant(Grant(1, 0, 1, 1200, echo_send_time_us=T0 + 1, echo_hold_us=0), T0 + 10_000_001)
+    b2 = g2.budget(T0 + 10_000_001, 0)
+    assert b2.outstanding_bytes == 0
+    assert g2.pace_wait_us(T0 + 10_000_001, FRAME, b2, 10**9) is None
+    for config in ({"enforce": False}, {"window_from_grants": False}):
+        g3 = state(**config)
+        g3.bytes_written = 1
+        g3.on_grant(Grant(1, 0, 1, 50_000, echo_send_time_us=T0 + 1, echo_hold_us=0), T0 + 100_001)
+        b3 = g3.budget(T0 + 100_001, 0)
+        assert g3.pacing_rate_bytes_per_s(b3, 10**9) is None
+
+
+def test_grant_pacer_rate_follows_the_latest_rtt_down_and_the_ceiling() -> None:
+    """After an outage the smoothed RTT lags the latest sample by about 8 grants: the pacer
+    divides by the smaller, so a drained queue is paced at once at its new RTT; and the
+    window in force is min(grant, ceiling)."""
+    g = state()
+    g.bytes_written = 10
+    t = T0 + 1000
+    g.on_grant(Grant(1, 0, 1, 60_000, echo_send_time_us=t, echo_hold_us=0), t + 2_000_000)
+    t2 = t + 2_000_100
+    g.on_grant(Grant(2, 0, 2, 60_000, echo_send_time_us=t2, echo_hold_us=0), t2 + 50_000)
+    assert g.srtt_us == pytest.approx(0.875 * 2_000_000 + 0.125 * 50_000)
+    assert g.pacing_rtt_us() == 50_000
+    b = g.budget(t2 + 50_000, 0)
+    assert g.pacing_rate_bytes_per_s(b, 10**9) == pytest.approx(2 * 60_000 / 0.05)
+    assert g.pacing_rate_bytes_per_s(b, 30_000) == pytest.approx(2 * 30_000 / 0.05)
+
+
+def test_grant_pacer_lying_echo_only_slows_its_own_session() -> None:
+    """An echo that claims an old send time (a huge RTT) slows only the liar's frames, and a
+    frame still goes whenever nothing is outstanding; an echo from the future or before the
+    session is not a sample (rtt_sample_us), so it cannot make the pacer divide by zero."""
+    g = state()
+    g.bytes_written = 10
+    g.on_grant(Grant(1, 0, 10, 50_000, echo_send_time_us=T0 + 1, echo_hold_us=0), T0 + 600_000_001)
+    now = T0 + 600_000_001
+    sent = paced_frames(g, now, now + 1_000_000)
+    assert len(sent) >= 2  # the bucket's two frames, then the crawl it asked for
+    g.on_grant(Grant(2, 0, 10, 50_000, echo_send_time_us=now + 10**9, echo_hold_us=0), now + 2)
+    g.on_grant(Grant(3, 0, 10, 50_000, echo_send_time_us=T0 - 5, echo_hold_us=0), now + 3)
+    assert g.latest_rtt_us == 600_000_000
+    assert (g.pacing_rtt_us() or 0) >= 1.0
 
 
 def test_fallback_halves_to_initial_window() -> None:

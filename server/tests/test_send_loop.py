@@ -14,6 +14,7 @@ from nuwa_server.protocol import (
     BulkRequest,
     FrameReader,
     FrameType,
+    Grant,
     encode_request,
 )
 from nuwa_server.send_loop import pump
@@ -95,6 +96,31 @@ def test_the_grant_bounds_the_frames_and_sets_the_timeout_wake() -> None:
     assert transport.window_limited_calls == 0
     assert result.grant_wake_us == session.grants.start_time_us + 1_000_000
     assert session.grants.bytes_written == sum(len(d) for _, d, _ in transport.writes)
+
+
+def test_the_grant_pacer_holds_a_session_and_names_its_wake() -> None:
+    """Under ``--cc nuwa`` with an RTT sample, a session whose bucket lacks a frame is held
+    like one its grant holds, with the bucket's time as its wake; another session goes on."""
+    # started 2 s ago, so that an echo 1 s old is a sample (rtt_sample_us)
+    paced = NuwaSession(1, "s1", SessionConfig(cc="nuwa"), None, now_us() - 2_000_000)
+    other = _session(session_id=2)
+    _bulk(paced, 0, 1_000_000)
+    _bulk(other, 4, 1_000_000)
+    t = now_us()
+    g = paced.grants
+    g.bytes_written = 1
+    # a 1 MB window, an echo RTT of 1 s: 2 MB/s, a bucket of 10 kB (5 ms)
+    g.on_grant(Grant(1, 0, 1, 1_000_000, echo_send_time_us=t - 1_000_000, echo_hold_us=0), t)
+    transport = ScriptedTransport(go_on=True)
+    other.grants.on_grant(Grant(1, 0, 0, 30_000), t)  # no echo: not paced
+    result = pump([paced, other], transport, PAYLOAD_BYTES)
+    by_stream = [sid for sid, _, _ in transport.writes]
+    n_paced = by_stream.count(0)
+    assert 2 <= n_paced <= 10_000 // FRAME_BYTES + 2  # the bucket, then held
+    assert by_stream.count(4) >= 30_000 // FRAME_BYTES - 1  # the unpaced session filled its window
+    assert result.grant_blocked and g.frames_paced >= 1
+    assert result.grant_wake_us is not None
+    assert now_us() < result.grant_wake_us < now_us() + 5_000
 
 
 def test_the_transport_window_stops_everything_before_any_stamp() -> None:

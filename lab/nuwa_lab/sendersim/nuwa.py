@@ -17,8 +17,9 @@ Cubic ceiling (``nuwa_ceiling``, ``nuwa_server.ceiling``) and whose new frames p
 server's send loop for one session (``nuwa_server.send_loop.pump``, in its order): cwnd, the
 grant-timeout fallback (:meth:`nuwa_server.grants.GrantState.poll_fallback`), the grant rule
 (:meth:`~nuwa_server.grants.WriteBudget.allows` over min(grant, ceiling); when the grant allows
-the frame but the ceiling does not, ``on_window_limited``), then the pacer (held: the window is
-in use, ``on_window_limited``). Grants arrive through
+the frame but the ceiling does not, ``on_window_limited``), the grant pacer
+(:meth:`~nuwa_server.grants.GrantState.pace_wait_us`: 2 × min(grant, ceiling) ÷ the echo RTT),
+then the pacer (held: the window is in use, ``on_window_limited``). Grants arrive through
 :meth:`~nuwa_server.grants.GrantState.on_grant`.
 Retransmissions are aioquic's and pass no grant rule, as on the server.
 """
@@ -109,7 +110,7 @@ class NuwaSender(QuicSender):
 
     def may_send_new(self, now_s: float) -> bool:
         """The grant rule of ``send_loop.pump`` for one session (module doc)."""
-        t_us = int(now_s * 1e6)
+        t_us = round(now_s * 1e6)  # the grant pacer wakes at whole µs: not floored below them
         self.grants.poll_fallback(t_us)
         budget = self.grants.budget(t_us, self.recovery.bytes_in_flight)
         ceiling = self.recovery.congestion_window
@@ -121,6 +122,10 @@ class NuwaSender(QuicSender):
             since = g.last_grant_time_us if g.last_grant_time_us is not None else g.start_time_us
             wake_us = since + (g.fallback_level(t_us) + 1) * g.config.grant_timeout_us
             self._wake(wake_us / 1e6)  # send_loop.grant_wake_us: the next fallback step
+            return False
+        pace_us = self.grants.pace_wait_us(t_us, FRAME_BYTES, budget, ceiling)
+        if pace_us is not None:  # the grant pacer holds it (send_loop.pump): wake at its time
+            self._wake(pace_us / 1e6)
             return False
         self._budget = budget
         return True

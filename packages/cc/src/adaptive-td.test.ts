@@ -128,21 +128,23 @@ describe("near-dark links (NYC 3G subway, 23 s under 0.3 Mbit/s)", () => {
 });
 
 describe("why the adaptive Td is off by default", () => {
-  it("flows sharing one queue: the adaptive Td inflates the queue (raw Qd, service delay)", () => {
+  it("flows sharing one queue: the adaptive Td deepens the queue (raw Qd, service delay)", () => {
     const run = (config: object) =>
       simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config })) });
     const pinned = run({});
-    expect(pinned.jain_index).toBeGreaterThan(0.95); // measured 0.999, p95 85 ms (service delay, the default)
+    expect(pinned.jain_index).toBeGreaterThan(0.95); // measured 0.998, p95 49 ms (service delay, the default)
     const pinnedRaw = run({ qd_source: "raw" });
     // If these start failing, the adaptation has learnt to tell a shared queue from link jitter:
-    // reconsider the default (config.ts adaptive_target_delay).
+    // reconsider the default (config.ts adaptive_target_delay). Since the grant pacer (thirty-eighth
+    // session) the growth is smaller: raw 64 -> 74 ms p95 (before it 114), service 49 -> 67 (before
+    // it 85 -> 182), so these bounds are close to their figures.
     const onRaw = run({ ...ADAPTIVE, qd_source: "raw" });
-    expect(onRaw.queuing_delay_ms.p95).toBeGreaterThan(1.4 * pinnedRaw.queuing_delay_ms.p95); // measured 114 ms
+    expect(onRaw.queuing_delay_ms.p95).toBeGreaterThan(1.1 * pinnedRaw.queuing_delay_ms.p95); // measured 74 ms
     // Under the backlog signal it also broke fairness (Jain 0.605) until the window validation counted
-    // the raw Qd in a window's turnaround (thirty-seventh session): 0.962 now, p95 72 ms (61 pinned).
+    // the raw Qd in a window's turnaround (thirty-seventh session): 0.976 now, p95 55 ms.
     const onBacklog = run({ ...ADAPTIVE, qd_source: "backlog" });
     expect(onBacklog.jain_index).toBeGreaterThan(0.9);
-    const onService = run(ADAPTIVE); // the default signal: fair (0.992), but p95 182 ms: twice as deep
-    expect(onService.queuing_delay_ms.p95).toBeGreaterThan(1.4 * pinned.queuing_delay_ms.p95);
+    const onService = run(ADAPTIVE); // the default signal: fair (0.992), p95 67 ms
+    expect(onService.queuing_delay_ms.p95).toBeGreaterThan(1.25 * pinned.queuing_delay_ms.p95);
   });
 });

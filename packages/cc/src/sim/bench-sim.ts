@@ -35,8 +35,10 @@ export interface BenchSimOptions {
   grant_interval_ms?: number;
   /** Oracle report period, ms. */
   report_interval_ms?: number;
-  /** Pacing rate = pacing_gain × window ÷ base RTT (dimensionless, > 0; Infinity: no pacing). */
+  /** Pacing rate = pacing_gain × window ÷ RTT (dimensionless, > 0; Infinity: no pacing; flow.ts). */
   pacing_gain?: number;
+  /** The RTT the grant pacer divides by (flow.ts `pacing_rtt`; default "measured", as the server). */
+  pacing_rtt?: "measured" | "base";
 }
 
 export interface BenchSimResult {
@@ -73,6 +75,7 @@ export function simulateBench(o: BenchSimOptions): BenchSimResult {
     grant_interval_ms: grant_ms,
     report_interval_ms: report_ms,
     pacing_gain: o.pacing_gain,
+    pacing_rtt: o.pacing_rtt,
   });
   return {
     utilization: r.utilization,

@@ -43,8 +43,10 @@ export interface BulkSimOptions {
   grant_interval_ms?: number;
   /** Oracle report period, ms (policy oracle). */
   report_interval_ms?: number;
-  /** Pacing rate = pacing_gain × window in force ÷ base RTT (default 2, as the server; Infinity: no pacing). */
+  /** Pacing rate = pacing_gain × window in force ÷ RTT (default 2, as the server's grant pacer; Infinity: no pacing; flow.ts). */
   pacing_gain?: number;
+  /** The RTT the grant pacer divides by (flow.ts `pacing_rtt`; default "measured", as the server). */
+  pacing_rtt?: "measured" | "base";
   /** Cap the window by the server's loss-based ceiling (default true, as the server). */
   ceiling?: boolean;
 }
@@ -86,6 +88,7 @@ export function simulateBulk(o: BulkSimOptions): BulkSimResult {
         grant_interval_ms: o.grant_interval_ms,
         report_interval_ms: o.report_interval_ms,
         pacing_gain: o.pacing_gain,
+        pacing_rtt: o.pacing_rtt,
         ceiling: o.ceiling,
       },
     ],

@@ -9,7 +9,10 @@
  *   (QuicRepair: 9/8 RTT after the send, RFC 9002 §6.1.2);
  * - writes frames while `outstanding + frame ≤ window in force`, or one frame when nothing is
  *   outstanding (the server's liveness rule, grants.py WriteBudget.allows / PROTOCOL.md "Grants"),
- *   each only when the pacer has a frame's tokens (pacing.ts; RFC 9002 §7.7);
+ *   each only when the pacer has a frame's tokens (pacing.ts; RFC 9002 §7.7): under `grants` at
+ *   2 × window in force ÷ min(smoothed, latest) of the grants' echo RTTs, as the server's grant pacer
+ *   (grants.py `GrantState.pace_wait_us`), except that the liveness frame is not exempt here (the
+ *   bucket's two frames cover it);
  * - the window in force is, by policy: `grants` min(latest grant, ceiling) over outstanding =
  *   written − cumulative received (the server's grant rule); `oracle` min(capacity the link offered
  *   over the last base RTT, reported every `report_interval_ms` one one-way delay late, ceiling);
@@ -41,6 +44,8 @@ export interface Pkt {
   /** Send stamp on the sender's clock, µs (the frame header's send_time_us). */
   send_us: number;
   frame_bytes: number;
+  /** When it was written, true ms (the grant echo's RTT sample at the sender). */
+  sent_ms: number;
 }
 
 /** How the sender decides what to write (module doc). */
@@ -64,8 +69,15 @@ export interface FlowOptions {
   grant_interval_ms?: number;
   /** Oracle report period, ms (default 10). */
   report_interval_ms?: number;
-  /** Pacing rate = pacing_gain × window in force ÷ base RTT (default 2; Infinity: no pacing). */
+  /**
+   * Pacing rate = pacing_gain × window in force ÷ RTT (default 2; Infinity: no pacing). The RTT is,
+   * under policy `grants`, min(smoothed RTT, latest sample) of the grants' echoes, as the server's
+   * grant pacer (grants.py `GrantState.pace_wait_us`; the base RTT until the first echo) unless
+   * `pacing_rtt` is "base"; under the other policies the base RTT.
+   */
   pacing_gain?: number;
+  /** Which RTT the pacer divides by under policy `grants`: "measured" (default) or "base" (the engine before the fortieth session). */
+  pacing_rtt?: "measured" | "base";
   /** Cap the window by the loss-based ceiling (default true; `aimd` is the ceiling alone). */
   ceiling?: boolean;
   /** Policy `schedule`: frames to write at t_ms given the bytes in flight (frame bytes). */
@@ -95,7 +107,8 @@ export interface PathView {
 /** A frame the receiver read, with when (`read_ms`: in-order delivery, never before its departure). */
 export type Read = Departure<Pkt> & { read_ms: number };
 
-type Feedback = { cum_bytes: number; window_bytes?: number } | { acked_bytes: number } | { oracle_window_bytes: number };
+/** Sender-bound messages: a grant (with the echo of the latest frame read, true ms), an acknowledgement, an oracle report. */
+type Feedback = { cum_bytes: number; window_bytes?: number; echo_sent_ms?: number; echo_hold_ms?: number } | { acked_bytes: number } | { oracle_window_bytes: number };
 
 /** The frame budget of one ms (a guard: the window rule stops far earlier). */
 const MAX_FRAMES_PER_MS = 10_000;
@@ -127,6 +140,12 @@ export class Flow {
   private granted_window: number;
   private oracle_window = 10 * 1200; // RFC 9002 §7.2 initial window, until the first report
   private next_seq = 0;
+  // the grant pacer's RTT (RFC 9002 §5.3 smoothing of the grants' echo samples), ms; NaN until the first
+  private srtt_ms = Number.NaN;
+  private latest_rtt_ms = Number.NaN;
+  // the latest frame read: its true send ms and when it was read (the next grant's echo)
+  private echo_sent_ms = Number.NaN;
+  private echo_read_ms = Number.NaN;
 
   /** @throws RangeError on a bad controller config or pacing gain */
   constructor(
@@ -166,6 +185,7 @@ export class Flow {
       else {
         this.granted_cum = f.cum_bytes;
         if (f.window_bytes !== undefined) this.granted_window = f.window_bytes;
+        if (f.echo_sent_ms !== undefined) this.onRttSample(t - f.echo_sent_ms - (f.echo_hold_ms ?? 0));
       }
     }
     while (this.losses.pop(t) !== undefined) this.ceiling?.onLoss(t);
@@ -176,6 +196,13 @@ export class Flow {
       this.retransmitted_packets++; // a retransmission is a packet sent
       this.enqueue(t, path, p, t - d);
     }
+  }
+
+  /** The grant pacer's RTT sample, ms (grants.py `GrantState.on_grant`: RFC 9002 §5.3's smoothing, no variance). */
+  private onRttSample(rtt_ms: number): void {
+    if (!(rtt_ms >= 0)) return;
+    this.latest_rtt_ms = rtt_ms;
+    this.srtt_ms = Number.isNaN(this.srtt_ms) ? rtt_ms : (7 * this.srtt_ms + rtt_ms) / 8;
   }
 
   private write(t: number, path: PathView): void {
@@ -190,7 +217,10 @@ export class Flow {
       const outstanding = grants ? this.written_bytes - this.granted_cum : this.in_flight_bytes;
       const window = grants ? this.granted_window : this.policy === "oracle" ? this.oracle_window : Number.POSITIVE_INFINITY;
       const in_force = Math.min(window, this.cwndBytes);
-      this.pacer.refill(in_force);
+      // the grant pacer's RTT: min(smoothed, latest) of the echoes (the latest falls back as soon as a
+      // queue drains, the smoothed one lags 8 samples behind it; grants.py GrantState.pacing_rtt_us)
+      const measured = grants && this.o.pacing_rtt !== "base" && !Number.isNaN(this.srtt_ms);
+      this.pacer.refill(in_force, measured ? Math.min(this.srtt_ms, this.latest_rtt_ms) : undefined);
       n = 0;
       // grants.py WriteBudget.allows: outstanding + frame ≤ window in force, or nothing outstanding (liveness)
       while (n < MAX_FRAMES_PER_MS && n < app_left && this.pacer.ready && (outstanding + n * this.frame_bytes <= 0 || outstanding + (n + 1) * this.frame_bytes <= in_force)) {
@@ -200,7 +230,7 @@ export class Flow {
     }
     n = Math.min(n, app_left);
     for (let i = 0; i < n; i++) {
-      this.downlink.push(t + this.one_way_delay_ms, { flow: this.index, seq: this.next_seq++, send_us: sent_us, frame_bytes: this.frame_bytes });
+      this.downlink.push(t + this.one_way_delay_ms, { flow: this.index, seq: this.next_seq++, send_us: sent_us, frame_bytes: this.frame_bytes, sent_ms: t });
       this.written_bytes += this.frame_bytes;
       this.in_flight_bytes += this.frame_bytes;
       this.new_packets++;
@@ -223,6 +253,8 @@ export class Flow {
     if (departures.length > 0)
       for (const r of this.repair.read(departures)) {
         const dec = ctl ? ctl.onFrame(r.data.send_us, r.read_ms * 1000, r.data.frame_bytes) : null;
+        this.echo_sent_ms = r.data.sent_ms;
+        this.echo_read_ms = r.read_ms;
         this.read_bytes += r.data.frame_bytes;
         onRead?.(this.index, r, dec, t);
       }
@@ -230,7 +262,10 @@ export class Flow {
     if (departures.length > 0) this.feedback.push(t + d, { acked_bytes: departures.length * this.frame_bytes });
     if (t < this.start_ms || !ctl) return;
     ctl.tick(t * 1000, this.o.expecting_data?.(t) ?? true);
-    if (t % (this.o.grant_interval_ms ?? 5) === 0) this.feedback.push(t + d, { cum_bytes: ctl.cumReceivedBytes, window_bytes: ctl.windowBytes });
+    if (t % (this.o.grant_interval_ms ?? 5) === 0) {
+      const echo = Number.isNaN(this.echo_sent_ms) ? {} : { echo_sent_ms: this.echo_sent_ms, echo_hold_ms: t - this.echo_read_ms };
+      this.feedback.push(t + d, { cum_bytes: ctl.cumReceivedBytes, window_bytes: ctl.windowBytes, ...echo });
+    }
     if (this.policy === "oracle" && t > 0 && t % (this.o.report_interval_ms ?? 10) === 0) {
       const cap = path.capacityOverRtt(t);
       this.feedback.push(t + d, { oracle_window_bytes: Math.max(1200, Math.floor((cap * this.frame_bytes) / this.wire_bytes)) });

@@ -1,7 +1,10 @@
 /**
- * The sender's pacer (RFC 9002 §7.7; aioquic paces): a token bucket refilled every simulated ms
- * at `gain` × window ÷ base RTT, holding at most 2 ms of that rate or two frames, whichever is
- * more. `gain` = Infinity turns pacing off (a whole window may leave in one ms).
+ * The sender's pacer (RFC 9002 §7.7: rate = N × cwnd ÷ smoothed RTT): a token bucket refilled
+ * every simulated ms at `gain` × window ÷ RTT, holding at most 2 ms of that rate or two frames,
+ * whichever is more. The RTT is the base RTT given at construction unless `refill` is passed a
+ * measured one (the server's grant pacer, grants.py `GrantState.pace_wait_us`: min(smoothed RTT,
+ * latest RTT sample) of the grants' echoes). `gain` = Infinity turns pacing off (a whole window
+ * may leave in one ms).
  */
 export class Pacer {
   private tokens_bytes: number;
@@ -22,10 +25,13 @@ export class Pacer {
     this.tokens_bytes = frame_bytes;
   }
 
-  /** Add one ms of tokens for a window of `window_bytes` in force (call once per simulated ms). */
-  refill(window_bytes: number): void {
+  /**
+   * Add one ms of tokens for a window of `window_bytes` in force (call once per simulated ms).
+   * @param rtt_ms the RTT the rate is computed over, ms (default: the base RTT of the constructor)
+   */
+  refill(window_bytes: number, rtt_ms = this.rtt_ms): void {
     if (this.gain === Number.POSITIVE_INFINITY) return;
-    const rate_per_ms = (this.gain * window_bytes) / this.rtt_ms;
+    const rate_per_ms = (this.gain * window_bytes) / Math.max(1, rtt_ms);
     this.tokens_bytes = Math.min(this.tokens_bytes + rate_per_ms, Math.max(2 * rate_per_ms, 2 * this.frame_bytes));
   }
 

@@ -33,6 +33,8 @@ export interface SharedSimOptions {
   grant_interval_ms?: number;
   /** Pacing gain of every sender (flow.ts; default 2, Infinity: no pacing). */
   pacing_gain?: number;
+  /** The RTT every sender's pacer divides by (flow.ts `pacing_rtt`; default "measured", as the server). */
+  pacing_rtt?: "measured" | "base";
   /** Cap every sender by the loss-based ceiling (default true). */
   ceiling?: boolean;
 }
@@ -84,6 +86,7 @@ export function simulateShared(o: SharedSimOptions): SharedSimResult {
       frame_bytes: FRAME_HEADER_BYTES + 1200,
       grant_interval_ms: o.grant_interval_ms,
       pacing_gain: o.pacing_gain,
+      pacing_rtt: o.pacing_rtt,
       ceiling: o.ceiling,
     })),
     (_i, r, _dec, t) => {
