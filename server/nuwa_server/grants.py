@@ -22,7 +22,7 @@ left as fast as the grants released them, and aioquic's pacer (ceiling ÷ sRTT, 
 bucket of up to 16 packets that releases a packet whenever it is above zero) let them
 go in clumps: flows sharing a queue then sat in it as contiguous runs, each one's
 service delay read only its own run, and the shared queue grew with the number of
-flows (docs/DESIGN.md §3 "Grant pacing"). Nothing is held while nothing is
+flows (docs/DESIGN.md §4 "Grant pacing"). Nothing is held while nothing is
 outstanding (the liveness rule below), and nothing is paced before the first RTT
 sample.
 
@@ -243,7 +243,8 @@ class GrantState:
     latest_rtt_us: int | None = None
     """The latest echo RTT sample, µs (None before the first)."""
     frames_paced: int = 0
-    """Times the grant pacer held a frame the window allowed."""
+    """Times the grant pacer held a frame the window allowed (a frame held and asked again
+    counts again); in ``summary.json``."""
     _pace_tokens_bytes: float = 0.0
     _pace_time_us: int | None = None
 

@@ -328,6 +328,7 @@ class NuwaSession:
             "grants_dropped": dict(g.grants_dropped),
             "grants_clamped": dict(g.grants_clamped),
             "grant_violations": g.grant_violations,
+            "frames_paced": g.frames_paced,
             "fallback_entries": g.fallback_entries,
             "departure": asdict(self.departure),
             "rtt_us": {"min": self.rtt_min_us, "last": self.rtt_last_us,

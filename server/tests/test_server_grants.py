@@ -70,6 +70,7 @@ def test_nuwa_obeys_grants(tmp_path: Path) -> None:
         assert any(g["rtt_us"] is not None and g["rtt_us"] >= 0 for g in grants)
         summary = json.loads((session_logs(session) / "summary.json").read_text())
         assert summary["grant_violations"] == 0 and summary["grants_accepted"] == seq - 1
+        assert isinstance(summary["frames_paced"], int)  # the grant pacer (grants.py)
 
     run(main())
 

@@ -76,7 +76,7 @@ export interface FlowOptions {
    * `pacing_rtt` is "base"; under the other policies the base RTT.
    */
   pacing_gain?: number;
-  /** Which RTT the pacer divides by under policy `grants`: "measured" (default) or "base" (the engine before the fortieth session). */
+  /** Which RTT the pacer divides by under policy `grants`: "measured" (default) or "base" (the engine before the thirty-eighth session). */
   pacing_rtt?: "measured" | "base";
   /** Cap the window by the loss-based ceiling (default true; `aimd` is the ceiling alone). */
   ceiling?: boolean;
