@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from .cc.bbr import BBR_CC_NAME
+from .cc.hystart import HYSTART_CC_NAME
 from .cc.pbq import PBQ_CC_NAME
 from .ceiling import CEILING_NAME
 from .grants import GrantConfig
@@ -39,8 +40,11 @@ SWITCHES = ("none", "rule", "dqn")
 sender-driven control: none, the rule of :mod:`.switch_policy`, or the learned policy of
 :mod:`.switch_dqn` (the rule its fallback) (:mod:`.switcher`)."""
 
-SENDER_CCS = ("cubic", "bbr")
-"""The controller that governs a Nuwa connection while it is sender-driven (``--sender-cc``)."""
+SENDER_CCS = ("cubic", HYSTART_CC_NAME, "bbr")
+"""The controller that governs a Nuwa connection while it is sender-driven (``--sender-cc``):
+aioquic's ``cubic`` (the default), ``cubic_hystart`` (Cubic with RFC 9406's slow start,
+:mod:`.cc.hystart`; measured and not the default: docs/BENCHMARKS.md, fortieth session), or
+BBR."""
 
 CEILINGS = ("cubic", "bbr")
 """Loss-based ceilings under Nuwa's grants (``--ceiling``): the Cubic ceiling of
@@ -93,7 +97,8 @@ class SessionConfig:
             from their defaults (the rule's thresholds, also the DQN's fallback; the lab's
             one-factor comparisons), e.g. ``{"probe_fail_min_samples": null}``; None: the
             defaults.
-        sender_cc: the controller of sender-driven control (``cubic`` or ``bbr``).
+        sender_cc: the controller of sender-driven control (:data:`SENDER_CCS`; default
+            ``cubic``).
     """
 
     cc: str = "nuwa"

@@ -319,8 +319,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    help="--switch rule/dqn: the rule's thresholds to change from their "
                    "defaults, a JSON object of switch_policy.RuleConfig fields, e.g. "
                    "'{\"probe_fail_min_samples\": null}'")
-    p.add_argument("--sender-cc", choices=SENDER_CCS, default="cubic",
-                   help="the controller while sender-driven (default cubic)")
+    p.add_argument("--sender-cc", choices=SENDER_CCS, default=SENDER_CCS[0],
+                   help="the controller while sender-driven (default cubic: aioquic's as "
+                   "shipped; cubic_hystart: Cubic with RFC 9406's slow start)")
     p.add_argument("--oracle-port", type=int, default=0,
                    help="oracle mode: UDP port on 127.0.0.1 for capacity reports (0: any)")
     p.add_argument("--oracle-headroom-ms", type=float, default=ORACLE_HEADROOM_MS,

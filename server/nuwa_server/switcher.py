@@ -6,8 +6,9 @@ policy (:mod:`.switch_policy`) and the controller swap (:mod:`.cc.switching`).
   (``SessionConfig.quic_congestion_control``: the Cubic ceiling or BBR) is only a cap;
 * **sender-driven**: grants are advisory (still parsed, applied and logged, so the
   receiver's window and cumulative count stay current for the way back), and the
-  connection's controller becomes ``SessionConfig.sender_cc`` (aioquic Cubic or BBR), which
-  alone governs.
+  connection's controller becomes ``SessionConfig.sender_cc`` (aioquic's Cubic by default;
+  Cubic with RFC 9406's slow start, :mod:`.cc.hystart`, or BBR on request), which alone
+  governs.
 
 A switch swaps the controller in ``SessionConfig.switch_mode`` (unrestricted by default:
 the Cubic ceiling is a Cubic, so its W_max, epoch and window carry over exactly) and flips

@@ -8,6 +8,7 @@ from aioquic.quic.recovery import QuicPacketPacer, QuicPacketRecovery
 
 from nuwa_server.cc.bbr import BBR_CC_NAME, BbrCongestionControl
 from nuwa_server.cc.bbr_model import INF, BbrState
+from nuwa_server.cc.hystart import HYSTART_CC_NAME, HyStartCubicCongestionControl
 from nuwa_server.cc.pacing import ControllerPacer
 from nuwa_server.cc.switching import switch_controller
 from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
@@ -196,6 +197,10 @@ def test_set_control_mode_moves_a_nuwa_connection_between_grants_and_its_control
     set_control_mode(loss, [s.grants for s in sessions], config, RECEIVER, 9_000_000)
     assert isinstance(loss._cc, NuwaCeilingCongestionControl)
     assert all(s.grants.config.enforce for s in sessions)
+    hystart = SessionConfig(switch="rule", sender_cc=HYSTART_CC_NAME).validate()  # on request
+    rec = set_control_mode(loss, [s.grants for s in sessions], hystart, SENDER, 9_500_000)
+    assert isinstance(loss._cc, HyStartCubicCongestionControl) and rec.to_cc == HYSTART_CC_NAME
+    set_control_mode(loss, [s.grants for s in sessions], config, RECEIVER, 9_800_000)
     bbr_config = SessionConfig(switch="rule", sender_cc="bbr", switch_mode="limited").validate()
     set_control_mode(loss, [s.grants for s in sessions], bbr_config, SENDER, 10_000_000)
     assert isinstance(loss._cc, BbrCongestionControl) and loss._cc.state is BbrState.STARTUP

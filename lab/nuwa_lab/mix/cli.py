@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nuwa_server.config import SENDER_CCS
+
 from ..emulator import TraceError, constant_rate_trace, load_trace
 from ..load.procs import StartError
 
@@ -52,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "server's --switch-rule: a JSON object of RuleConfig fields, "
                    "server/nuwa_server/switch_policy.py), e.g. "
                    "'{\"probe_fail_min_samples\": null}'")
+    p.add_argument("--sender-cc", choices=SENDER_CCS, default=SENDER_CCS[0],
+                   help="the Nuwa flows' controller while sender-driven (the server's "
+                   "--sender-cc; default cubic: aioquic's as shipped; cubic_hystart: Cubic with "
+                   "RFC 9406's slow start)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--trace", help="Mahimahi trace of the bottleneck")
     g.add_argument("--link-mbps", type=float, help="constant-rate bottleneck, Mbit/s")
@@ -142,9 +148,11 @@ def run_sim(a: argparse.Namespace) -> dict[str, Any]:
     trace = load_trace(a.trace) if a.trace else constant_rate_trace(a.link_mbps * 1e6)
     cfg = SimConfig(one_way_delay_ms=a.delay_ms, queue_packets=a.queue_packets,
                     start_gap_s=a.start_gap_s, duration_s=a.duration, seed=a.seed,
-                    switch_model=a.switch_model, switch_rule=a.switch_rule)
+                    switch_model=a.switch_model, switch_rule=a.switch_rule,
+                    sender_cc=a.sender_cc)
     out = simulate(a.flow_list, trace, cfg, switch=a.switch)
     out.update({"mode": "sim", "switch": a.switch, "switch_rule": a.switch_rule,
+                "sender_cc": a.sender_cc,
                 "duration_s": a.duration,
                 "start_gap_s": a.start_gap_s, "queue_packets": a.queue_packets,
                 "trace": str(a.trace) if a.trace else f"constant {a.link_mbps} Mbps",

@@ -103,6 +103,8 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
                 cmd += ["--switch-mode", getattr(a, "switch_mode", "unrestricted")]
                 if getattr(a, "switch_rule", None):
                     cmd += ["--switch-rule", a.switch_rule]
+                if getattr(a, "sender_cc", None):
+                    cmd += ["--sender-cc", a.sender_cc]
             return _start_ready(cmd, out / f"server-{k}.stderr")
 
         with ThreadPoolExecutor(len(kinds)) as pool:  # the servers start side by side
@@ -175,6 +177,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
         "switch": a.switch,
         "switch_mode": getattr(a, "switch_mode", "unrestricted"),
         "switch_rule": getattr(a, "switch_rule", None),
+        "sender_cc": getattr(a, "sender_cc", None),
         "duration_s": a.duration,
         "start_gap_s": a.start_gap_s,
         "queue_packets": a.queue_packets,

@@ -34,7 +34,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
-from nuwa_server.config import SessionConfig
+from nuwa_server.config import SENDER_CCS, SessionConfig
 from nuwa_server.grants import GrantConfig, GrantState, WriteBudget
 from nuwa_server.protocol import Grant
 from nuwa_server.switcher import POLL_INTERVAL_US, make_policy, set_control_mode
@@ -86,7 +86,8 @@ class NuwaSender(QuicSender):
     """The server side of a Nuwa flow (module doc)."""
 
     def __init__(self, path: Path, flow: int, start_ms: float, switch: str = "none",
-                 switch_model: str | None = None, switch_rule: str | None = None) -> None:
+                 switch_model: str | None = None, switch_rule: str | None = None,
+                 sender_cc: str | None = None) -> None:
         super().__init__(path, flow, CEILING_NAME, start_ms)
         self.grants = GrantState(GrantConfig(enforce=True), start_time_us=int(start_ms * 1000))
         self._budget: WriteBudget | None = None
@@ -94,7 +95,9 @@ class NuwaSender(QuicSender):
         # --switch rule: the server's rule (nuwa_server.switch_policy) and swap
         # (nuwa_server.switcher.set_control_mode), fed as ConnectionSwitcher feeds them
         self.switch_config = SessionConfig(switch=switch, switch_model=switch_model,
-                                           switch_rule=switch_rule).validate()
+                                           switch_rule=switch_rule,
+                                           sender_cc=sender_cc or SENDER_CCS[0]
+                                           ).validate()
         self.policy = (make_policy(self.switch_config, int(start_ms * 1000), f"flow {flow}")
                        if switch != "none" else None)
         self._rtt_min_us: int | None = None
@@ -231,10 +234,13 @@ class NuwaReceiver(QuicReceiver):
 def make_nuwa_flow(path: Path, flow: int, start_ms: float, ack_every: int,
                    max_ack_delay_ms: float, bridge: Bridge, switch: str = "none",
                    switch_model: str | None = None,
-                   switch_rule: str | None = None) -> tuple[NuwaSender, NuwaReceiver]:
+                   switch_rule: str | None = None,
+                   sender_cc: str | None = None) -> tuple[NuwaSender, NuwaReceiver]:
     """A Nuwa flow's sender and receiver; its controller is session ``flow`` of ``bridge``
     (one bridge serves every Nuwa flow of a run); ``switch``: ``none`` or ``rule`` (the
     server's ``--switch``; ``dqn``: ``switch_model``, the server's ``--switch-model``);
-    ``switch_rule``: the rule's thresholds changed (the server's ``--switch-rule`` JSON)."""
-    sender = NuwaSender(path, flow, start_ms, switch, switch_model, switch_rule)
+    ``switch_rule``: the rule's thresholds changed (the server's ``--switch-rule`` JSON);
+    ``sender_cc``: the controller while sender-driven (the server's ``--sender-cc``; None:
+    its default)."""
+    sender = NuwaSender(path, flow, start_ms, switch, switch_model, switch_rule, sender_cc)
     return sender, NuwaReceiver(path, sender, bridge, ack_every, max_ack_delay_ms)

@@ -53,6 +53,7 @@ changed from their defaults (the server's ``--switch-rule`` JSON; None: the defa
     pbq_model: str | None = None
     switch_model: str | None = None
     switch_rule: str | None = None
+    sender_cc: str | None = None
 
 
 def simulate(schemes: list[str], trace: Trace, cfg: SimConfig,
@@ -117,7 +118,7 @@ def _make_flow(path: Path, scheme: str, start_ms: float, cfg: SimConfig,
             closers.append(bridges[0].close)  # closers run last first: after the sessions
         _, nuwa_receiver = make_nuwa_flow(path, flow, start_ms, cfg.ack_every,
                                           cfg.max_ack_delay_ms, bridges[0], switch,
-                                          cfg.switch_model, cfg.switch_rule)
+                                          cfg.switch_model, cfg.switch_rule, cfg.sender_cc)
         closers.append(nuwa_receiver.close)
         receiver = nuwa_receiver
     else:
