@@ -244,6 +244,41 @@ def test_replay_finds_the_leave_in_recorded_grants(tmp_path: Path,
 
 
 
+def test_replay_first_detection_of_a_standing_queue(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """python -m nuwa_lab.mix.replay --first: grants every 50 ms, each echoing a newer frame,
+    at a 50 ms RTT (no queue) for 2 s, then 150 ms (a 100 ms standing queue): the rule's first
+    detection comes once the queue has stood for Y (3 s) after 2 s, whatever min_samples
+    between 4 and 20 (the samples are 20 a second); with the queue floor above the queue,
+    never."""
+    from nuwa_lab.mix.replay import first_detection, main, read_run
+    from nuwa_server.switch_policy import RuleConfig
+
+    base_ms = 1000.0
+    t0 = int(base_ms * 1000)
+    rows = []
+    for k in range(200):  # 10 s
+        t = t0 + k * 50_000
+        rtt = 50_000 if t < t0 + 2_000_000 else 150_000
+        rows.append({"recv_time_us": t, "accepted": True, "rtt_us": rtt,
+                     "echo_send_time_us": t - rtt, "window_in_force_bytes": 60_000,
+                     "cum_in_force_bytes": 1200 * k})
+    (tmp_path / "logs-nuwa" / "s1").mkdir(parents=True)
+    (tmp_path / "logs-nuwa" / "s1" / "grants.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "server-nuwa.stderr").write_text("")
+    (tmp_path / "emulator-summary.json").write_text(json.dumps({"base_timestamp_ms": base_ms}))
+    grants, switches, _ = read_run(tmp_path)
+    assert switches == []
+    for n in (4, 20):
+        at, evidence = first_detection(grants, RuleConfig(min_samples=n))
+        assert at is not None and t0 + 5_000_000 <= at <= t0 + 5_200_000, n
+        assert evidence["min_ms"] == pytest.approx(100, abs=1)
+    assert first_detection(grants, RuleConfig(queue_floor_ms=200)) == (None, {})
+    assert main([str(tmp_path), "--first"]) == 0
+    assert "first detection: this rule at 5." in capsys.readouterr().out
+
+
 def test_replay_probes_of_a_play_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """python -m nuwa_lab.mix.replay --probes: a play run's session logs (server/), its
     switches from events.jsonl. Sender-driven from 1 s next to a 700 ms queue, a probe at 21 s

@@ -10,6 +10,9 @@ sender-driven stint, reports the first time :meth:`competitor_left` holds, polle
 as the switcher does. A variant that would have probed earlier than the run did cannot be
 followed past the run's own switch.
 
+``--first`` replays the first detection instead (fortieth session): when the given rule would
+first have moved the flow to sender-driven control, against the run's own first switch.
+
 ``--probes`` replays the probes instead (session 17, "A probe next to a deep queue" in
 ``switch_policy.py``): in each probe back to receiver-driven, when the given rule would have
 sent the flow back to sender-driven (its verdict or the first detection, polled every 50 ms),
@@ -18,6 +21,7 @@ against when the run did. It reads a ``./nuwa mix`` run (``logs-nuwa/``) or a ``
 ``events.jsonl``.
 
 Usage: ``python -m nuwa_lab.mix.replay out/mix [--config '{"leave_recent_bins": 2}']``;
+``python -m nuwa_lab.mix.replay --first out/mix [--config '{"min_samples": 8}']``;
 ``python -m nuwa_lab.mix.replay --probes out/play-X [--config '{"probe_fail_min_samples":
 null}']``.
 """
@@ -128,6 +132,31 @@ def first_evidence(grants: list[tuple[str, dict[str, Any]]], switches: list[tupl
     return out
 
 
+def first_detection(grants: list[tuple[str, dict[str, Any]]],
+                    config: RuleConfig) -> tuple[int | None, dict[str, float | int]]:
+    """When ``config``'s rule would first have moved the run's flow to sender-driven control
+    (the first detection, :meth:`RuleSwitchPolicy.competitor_evidence` after Y and the dwell),
+    polled every 50 ms from the first grant as the switcher polls, µs on the server's clock,
+    with the rule's evidence then (None and {} when it never would). The grants go through
+    :meth:`ConnectionSwitcher.on_grant`; compare it only with the run's own first switch (a
+    run is not followed past it)."""
+    if not grants:
+        return None, {}
+    sw, p = _switcher(grants, config)
+    sessions: dict[str, SimpleNamespace] = {}
+    next_poll = 0
+    for name, g in grants:
+        t = int(g["recv_time_us"])
+        _feed(sw, sessions, name, g)
+        if t >= next_poll:
+            next_poll = t + POLL_INTERVAL_US
+            in_mode = t - p.since_us
+            if (p.mode == RECEIVER and in_mode >= max(p.config.hold_us, p.config.min_dwell_us)
+                    and p.competitor_evidence(t)):
+                return t, p.evidence()
+    return None, {}
+
+
 def read_sessions(run_dir: Path) -> tuple[list[tuple[str, dict[str, Any]]],
                                           list[tuple[int, str]]]:
     """The accepted grants of a run's Nuwa sessions (``logs-nuwa/`` of a mix, ``server/`` of
@@ -202,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default="{}", help="RuleConfig fields as JSON")
     ap.add_argument("--probes", action="store_true",
                     help="replay each probe back to receiver-driven (module doc)")
+    ap.add_argument("--first", action="store_true",
+                    help="when the rule would first have switched to sender-driven, against "
+                    "the run's own first switch (module doc)")
     a = ap.parse_args(argv)
     try:
         config = RuleConfig(**json.loads(a.config)).validate()
@@ -225,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def s(us: int | None) -> str:
         return "none" if us is None else f"{us / 1e6 - base_ms / 1e3:.1f} s"
+
+    if a.first:
+        at, evidence = first_detection(grants, config)
+        run_at = next((t for t, m in switches if m == SENDER), None)
+        print(f"first detection: this rule at {s(at)} {evidence}; the run at {s(run_at)}")
+        return 0
 
     for start, first in first_evidence(grants, switches, config):
         print(f"stint from {s(start)}: evidence {s(first)}")

@@ -31,6 +31,23 @@ export interface NuwaConfig {
   link_wait_quantile: number;
   /** Sensitivity ρ, ms: the tanh input is (Td − Qd)/ρ (nuwa-icpads Eq. 2). */
   sensitivity_ms: number;
+  /**
+   * Whether θ reads the queuing delay the window in force will hold rather than the one the frame saw
+   * (multiplicative step only): Qd + (window now − the window one RTT ago) ÷ the
+   * delivery rate (the window one RTT ago at least the pipe when that frame found no queue). A frame's
+   * Qd is one RTT old and the window has moved since; a window-limited flow
+   * holds window − BDP in the queue, so the queue will follow. The multiplicative step moves the queue
+   * by θ·g·RTT per RTT, θ ≈ (Td − Qd)/ρ near Td: its loop gain per RTT is g·(min RTT + Td)/ρ, above 1
+   * from about 35 ms each way (g 0.25, ρ 15 ms), and on stale evidence it overshoots into a limit cycle
+   * (constant 10 Mbit/s, 50 ms each way: p95 45 ms at Td 25). Compensating the loop's dead time this way
+   * is the Smith predictor (docs/DESIGN.md §3 "Loop gain"). Read only with the service delay (the
+   * default `qd_source`): the move is divided by our own delivery rate, which is the rate our bytes
+   * ahead are served at; on the raw or Kalman Qd (a queue shared with others, served at the link's
+   * rate) it overstates a small flow's effect (5 flows on 6 Mbit/s, raw: Jain 0.99 → 0.61), and the
+   * backlog signal lost fairness too (0.987 → 0.937). The additive step (the RL tuner's, RL_CC) never
+   * reads it.
+   */
+  qd_prediction: boolean;
   /** Aggressiveness k, MSS per RTT (nuwa-icpads Eq. 3; the journal's Eq. 11 clamps it to [1, 9]). */
   aggressiveness_mss: number;
   /** Multiplicative gain g: window × (1 + θ·g) per RTT when step = "multiplicative". Dimensionless. */
@@ -99,6 +116,11 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   target_delay_max_ms: 200, // ms
   link_wait_quantile: 0.5,
   sensitivity_ms: 15, // ms
+  // On (fortieth session): constant 10 Mbit/s at 50/100 ms each way p95 46/56 → 27/28 ms (simulated; end
+  // to end at 50 ms 45 → 30 ms, utilization 0.989 → 0.985); 18 dev traces mean utilization 0.944 → 0.947
+  // at p95 89 → 87 ms, burst variants 0.864 → 0.873 at 152 → 151 (simulated, ./nuwa signals); 5 sessions
+  // on 6 Mbit/s end to end Jain 0.991, 0.970 (0.977, 0.967 without); docs/BENCHMARKS.md, fortieth session.
+  qd_prediction: true,
   aggressiveness_mss: 9, // MSS per RTT
   multiplicative_gain: 0.25, // per RTT
   // a = 4: mean Jain 0.80 → 0.94 over shared-bottleneck simulations (3–20 flows, staggered
@@ -149,6 +171,7 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   check(finite("target_delay_max_ms") && c.target_delay_max_ms >= c.target_delay_ms && c.target_delay_max_ms <= 10_000, "target_delay_max_ms", "must be in [target_delay_ms, 10000] ms", c.target_delay_max_ms);
   check(finite("link_wait_quantile") && c.link_wait_quantile >= 0 && c.link_wait_quantile <= 1, "link_wait_quantile", "must be in [0, 1]", c.link_wait_quantile);
   positive("sensitivity_ms");
+  check(typeof c.qd_prediction === "boolean", "qd_prediction", "must be a boolean", c.qd_prediction);
   check(finite("aggressiveness_mss") && c.aggressiveness_mss >= 0.01 && c.aggressiveness_mss <= 1000, "aggressiveness_mss", "must be in [0.01, 1000] MSS/RTT", c.aggressiveness_mss);
   check(finite("multiplicative_gain") && c.multiplicative_gain > 0 && c.multiplicative_gain <= 1, "multiplicative_gain", "must be in (0, 1]", c.multiplicative_gain);
   check(finite("additive_increase_mss") && c.additive_increase_mss >= 0 && c.additive_increase_mss <= 1000, "additive_increase_mss", "must be in [0, 1000] MSS/RTT", c.additive_increase_mss);

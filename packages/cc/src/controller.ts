@@ -117,6 +117,10 @@ export class NuwaController {
   private silence_since_us = Number.NaN;
   private last_decay_us = Number.NaN;
   private stale_before_us = Number.NEGATIVE_INFINITY; // receiver-clock zero-queue arrival time before which frames are stale
+  // The window after each frame, (receive time µs, bytes), oldest first, while qd_prediction is on.
+  private readonly window_history_us: number[] = [];
+  private readonly window_history_bytes: number[] = [];
+  private window_history_head = 0; // entries before it are expired (recordWindow)
 
   /** @throws RangeError on an invalid config (see resolveConfig). */
   constructor(config: Partial<NuwaConfig> = {}) {
@@ -259,7 +263,9 @@ export class NuwaController {
           this.reason = "avoidance hold: stale post-outage frame";
           break;
         }
-        const theta = Math.tanh((td_ms - qd_ms) / c.sensitivity_ms); // Eq. 2: θ = tanh((Td − Qd)/ρ)
+        // the multiplicative step reads the queue its window will hold (config.ts qd_prediction)
+        const rule_qd_ms = this.predicts ? this.predictedQdMs(qd_ms, recv_time_us) : qd_ms;
+        const theta = Math.tanh((td_ms - rule_qd_ms) / c.sensitivity_ms); // Eq. 2: θ = tanh((Td − Qd)/ρ)
         this.theta = theta;
         if (c.step === "additive") {
           w_pkts += (packets * theta * c.aggressiveness_mss) / w_pkts; // Eq. 3/6: w ← w + θ·k/w per packet
@@ -295,8 +301,67 @@ export class NuwaController {
         break;
     }
     if (this.phase !== "probe_drain") this.window_bytes = this.clamp(w_pkts * c.mss_bytes);
+    if (this.predicts) this.recordWindow(recv_time_us);
     this.timers(recv_time_us);
     return this.decision(qd_ms);
+  }
+
+  /** Whether θ reads `predictedQdMs`: `qd_prediction`, under the multiplicative step and the service delay (config.ts). */
+  private get predicts(): boolean {
+    const c = this.config;
+    return c.qd_prediction && c.step === "multiplicative" && c.qd_source === "service";
+  }
+
+  /**
+   * The queuing delay the window in force will hold, ms: the frame's Qd plus what the window moved
+   * since the window that sent it, (window now − window one RTT ago) ÷ the max-filtered delivery
+   * rate C (a window-limited flow holds window − BDP in the queue), the window one RTT ago taken as
+   * at least the pipe, C × min RTT. One RTT = min RTT + the frame's raw Qd. Not below 0. Without a rate
+   * or a history it is the frame's Qd (config.ts `qd_prediction`).
+   */
+  private predictedQdMs(qd_ms: number, now_us: number): number {
+    const rtt_us = this.minRttUs + this.raw_qd_ms * 1000;
+    const ts = this.window_history_us;
+    let lo = this.window_history_head;
+    if (ts.length <= lo || ts[lo]! > now_us - rtt_us) return qd_ms;
+    let hi = ts.length - 1;
+    while (lo < hi) {
+      // the last entry at or before now − RTT
+      const mid = (lo + hi + 1) >> 1;
+      if (ts[mid]! <= now_us - rtt_us) lo = mid;
+      else hi = mid - 1;
+    }
+    const rate_bps = this.rate.maxRateBps(now_us, this.config.rate_filter_ms * 1000, RATE_SPAN_US);
+    if (!(rate_bps > 0)) return qd_ms;
+    // The window that sent the frame; when that frame found no queue of ours, at least the pipe (C × min
+    // RTT): a window below it (after a drain probe, a silence) held no queue, and growing it back to the
+    // pipe adds none. Only then: with a queue standing, a max-filtered C above our mean rate would read a
+    // window below C × min RTT as a queue about to fall, and the flow whose delivery is burstiest would
+    // grow on it (end to end, 5 flows on 6 Mbit/s: one took 2.6 Mbit/s, Jain 0.71).
+    const w_then = this.window_history_bytes[lo]!;
+    const then_bytes = qd_ms <= this.config.drain_threshold_ms ? Math.max(w_then, (rate_bps / 8) * (this.minRttUs / 1e6)) : w_then;
+    return Math.max(0, qd_ms + ((this.window_bytes - then_bytes) * 8 * 1000) / rate_bps);
+  }
+
+  /**
+   * Append the window in force to the history `predictedQdMs` reads, keeping 2 × the RTT (at least 1 s)
+   * and at most 16384 entries: the entries before `window_history_head` are dropped, compacted in one
+   * splice once they are half the arrays (amortised O(1) a frame).
+   */
+  private recordWindow(now_us: number): void {
+    const ts = this.window_history_us;
+    ts.push(now_us);
+    this.window_history_bytes.push(this.window_bytes);
+    const keep_us = Math.max(1_000_000, 2 * (this.minRttUs + this.raw_qd_ms * 1000));
+    // keep one entry older than the horizon, so a look-up one RTT back always finds one
+    let head = Math.max(this.window_history_head, ts.length - 16_384);
+    while (head + 1 < ts.length && ts[head + 1]! < now_us - keep_us) head++;
+    this.window_history_head = head;
+    if (head > 1024 && head * 2 > ts.length) {
+      ts.splice(0, head);
+      this.window_history_bytes.splice(0, head);
+      this.window_history_head = 0;
+    }
   }
 
   /** The queuing delay that drives the rule (config.qd_source), ms. */
