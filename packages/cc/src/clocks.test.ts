@@ -3,7 +3,9 @@
  *
  * Open loop on purpose: the true queue is prescribed (a 1 s sawtooth, 0 → 30 ms,
  * drained for the last 100 ms of each period), so the controller's raw Qd can be
- * compared with the truth frame by frame whatever the window does.
+ * compared with the truth frame by frame whatever the window does; only a drain
+ * probe's cut is honoured (a frame per round trip while it lasts), as a sender that
+ * obeys grants does.
  * The server stamps with CLOCK_MONOTONIC (server/nuwa_server/config.py now_us;
  * server/tests/test_clocks.py shows a wall-clock step does not reach the stamps);
  * the player reads performance.now(). The step cases below are what a sender whose
@@ -53,7 +55,10 @@ function drive(
     const t_us = t_ms * 1000;
     // frame sent at true time s arrives at s + prop + q(s); here: sent at t − prop − q so it arrives at t
     const send_true_us = t_us - PROP_US - trueQueueUs(t_us);
-    backlog.push({ send_us: sender(send_true_us), truth_us: trueQueueUs(t_us) });
+    // During a drain probe the sender honours the one-frame cut: a frame per round trip (a probe whose
+    // fresh frames come faster measured nothing and keeps the base: controller.ts endProbe).
+    const honouring_cut = ctl.currentPhase === "probe_drain" && t_ms % ((2 * PROP_US) / 1000) !== 0;
+    if (!honouring_cut) backlog.push({ send_us: sender(send_true_us), truth_us: trueQueueUs(t_us) });
     if (paused(t_us)) continue;
     for (const f of backlog) {
       const d = ctl.onFrame(f.send_us, r0 + t_us, FRAME_BYTES);

@@ -48,6 +48,19 @@ export interface NuwaConfig {
    * reads it.
    */
   qd_prediction: boolean;
+  /**
+   * Whether a drain probe whose cut the sender did not honour keeps the base one-way delay (default false).
+   * Under a one-frame window an honest sender lets the next frame go a round trip after the last; fresh
+   * frames closer than half a min RTT apart, or more than 2 × (2 + the fresh span ÷ min RTT) one-frame
+   * windows of them, mean the queue the probe measured was not allowed to drain (a Nuwa connection the
+   * server switched to sender-driven control, a server in its grant-timeout fallback). On, the base stays
+   * right through a sender-driven stint next to a Cubic download: after the download left, CI's mix form
+   * held p95 26.5–26.8 ms (three runs) against 45–48 with the base the stint's probe raised by 440–480 ms.
+   * Off by default, because that raised base is also what let a probe back to receiver-driven control keep
+   * its window next to the download: on, issue 18's pair (15 Mbit/s, 60 s) gave Nuwa 0.22 and 0.36 of the
+   * link against 0.40–0.41 (docs/BENCHMARKS.md, fortieth session).
+   */
+  void_unhonoured_probe: boolean;
   /** Aggressiveness k, MSS per RTT (nuwa-icpads Eq. 3; the journal's Eq. 11 clamps it to [1, 9]). */
   aggressiveness_mss: number;
   /** Multiplicative gain g: window × (1 + θ·g) per RTT when step = "multiplicative". Dimensionless. */
@@ -116,11 +129,16 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   target_delay_max_ms: 200, // ms
   link_wait_quantile: 0.5,
   sensitivity_ms: 15, // ms
-  // On (fortieth session): constant 10 Mbit/s at 50/100 ms each way p95 46/56 → 27/28 ms (simulated; end
-  // to end at 50 ms 45 → 30 ms, utilization 0.989 → 0.985); 18 dev traces mean utilization 0.944 → 0.947
-  // at p95 89 → 87 ms, burst variants 0.864 → 0.873 at 152 → 151 (simulated, ./nuwa signals); 5 sessions
-  // on 6 Mbit/s end to end Jain 0.991, 0.970 (0.977, 0.967 without); docs/BENCHMARKS.md, fortieth session.
-  qd_prediction: true,
+  // Off (fortieth session, measured and left opt-in): on, constant 10 Mbit/s at 50/100 ms each way p95
+  // 46/56 → 27/28 ms (simulated; end to end at 50 ms 45 → 30 ms, utilization 0.989 → 0.985); 18 dev
+  // traces 0.944 → 0.947 at p95 89 → 87 ms, burst variants 0.864 → 0.873 at 152 → 151 (simulated); 5
+  // sessions on 6 Mbit/s end to end Jain 0.991, 0.970 (0.977, 0.967 off). But next to a Cubic download
+  // with the server's switcher (issue 18's pair, 15 Mbit/s, 60 s) Nuwa's share fell to 0.28 and 0.26
+  // against 0.42 off (0.40–0.41 earlier the same day): the first switch came later and the flow regrew
+  // slowly after the failed probe back. docs/BENCHMARKS.md, fortieth session. A page alone on a long
+  // path (no competitor, no switcher) turns it on.
+  qd_prediction: false,
+  void_unhonoured_probe: false,
   aggressiveness_mss: 9, // MSS per RTT
   multiplicative_gain: 0.25, // per RTT
   // a = 4: mean Jain 0.80 → 0.94 over shared-bottleneck simulations (3–20 flows, staggered
@@ -172,6 +190,7 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   check(finite("link_wait_quantile") && c.link_wait_quantile >= 0 && c.link_wait_quantile <= 1, "link_wait_quantile", "must be in [0, 1]", c.link_wait_quantile);
   positive("sensitivity_ms");
   check(typeof c.qd_prediction === "boolean", "qd_prediction", "must be a boolean", c.qd_prediction);
+  check(typeof c.void_unhonoured_probe === "boolean", "void_unhonoured_probe", "must be a boolean", c.void_unhonoured_probe);
   check(finite("aggressiveness_mss") && c.aggressiveness_mss >= 0.01 && c.aggressiveness_mss <= 1000, "aggressiveness_mss", "must be in [0.01, 1000] MSS/RTT", c.aggressiveness_mss);
   check(finite("multiplicative_gain") && c.multiplicative_gain > 0 && c.multiplicative_gain <= 1, "multiplicative_gain", "must be in (0, 1]", c.multiplicative_gain);
   check(finite("additive_increase_mss") && c.additive_increase_mss >= 0 && c.additive_increase_mss <= 1000, "additive_increase_mss", "must be in [0, 1000] MSS/RTT", c.additive_increase_mss);

@@ -222,7 +222,7 @@ describe("NuwaController API", () => {
     expect(predicted.utilization).toBeGreaterThan(0.97);
     // 100 ms each way: the drain probe's restored window is not read as queue (the window one RTT
     // back counts as at least the pipe), so the link refills after each probe
-    const long = simulateBulk({ trace: constantRateTrace(10e6), duration_s: 40, one_way_delay_ms: 100, warmup_s: 10 });
+    const long = simulateBulk({ trace: constantRateTrace(10e6), duration_s: 40, one_way_delay_ms: 100, warmup_s: 10, config: { qd_prediction: true } });
     // (the price: a queue that no longer swings to empty is drained by the 10 s base-refresh probe,
     // which costs a long path more: measured 0.928 against 0.967 without, docs/DESIGN.md §3 "Loop gain")
     expect(long.queuing_delay_ms.p95).toBeLessThanOrEqual(32);
@@ -248,6 +248,41 @@ describe("NuwaController API", () => {
     const raw = Math.tanh((25 - 30) / 15);
     expect(feed({ qd_prediction: true, qd_source: "raw" }).theta).toBeCloseTo(raw, 9);
     expect(feed({ qd_prediction: true, step: "additive" }).theta).toBeCloseTo(feed({ qd_prediction: false, step: "additive" }).theta, 12);
+  });
+
+  it("a drain probe that saw no frame sent after its cut keeps the base; with void_unhonoured_probe, so does one the sender ignored", () => {
+    // Base OWD 25 ms; then a 400 ms queue that never drains (a buffer-filling competitor), so a probe
+    // is due after the 10 s refresh interval (its timer: 1.5 × min RTT + 2 × Qd, 875 ms). Frames keep
+    // coming one per ms through it: a sender that does not honour the cut.
+    const probing = (config: Partial<NuwaConfig>) => {
+      const c = new NuwaController({ adaptive_target_delay: false, ...config });
+      c.onRttSample(50_000);
+      c.onFrame(0, 25_000, 1250);
+      let t = 26_000;
+      for (; c.currentPhase !== "probe_drain" && t < 12_000_000; t += 1000) c.onFrame(t - 425_000, t, 1250);
+      expect(c.currentPhase).toBe("probe_drain");
+      return { c, t };
+    };
+    // (a) frames sent before the cut only (a frame is fresh once it left ≥ 35 ms after the probe began),
+    // then nothing: the probe ends at the silence with none fresh
+    const a = probing({});
+    for (let t = a.t; t < a.t + 300_000; t += 1000) a.c.onFrame(t - 425_000, t, 1250);
+    a.c.tick(a.t + 1_500_000, true);
+    expect(a.c.currentPhase).toBe("silence");
+    expect(a.c.baseOwdUs).toBe(25_000);
+    // (b) fresh frames one ms apart, still 425 ms late: the cut was ignored
+    const ignored = (config: Partial<NuwaConfig>) => {
+      const b = probing(config);
+      let reason = "";
+      for (let t = b.t; t < b.t + 700_000 && b.c.currentPhase === "probe_drain"; t += 1000) reason = b.c.onFrame(t - 425_000, t, 1250).reason;
+      expect(b.c.currentPhase).toBe("avoidance");
+      return { c: b.c, reason };
+    };
+    const voided = ignored({ void_unhonoured_probe: true });
+    expect(voided.c.baseOwdUs).toBe(25_000);
+    expect(voided.reason).toMatch(/did not honour the cut/);
+    expect(ignored({}).c.baseOwdUs).toBe(425_000); // the default takes the queue it saw as the path (the ratchet)
+    expect(() => new NuwaController({ void_unhonoured_probe: 1 as unknown as boolean })).toThrow(/void_unhonoured_probe/);
   });
 
   it("window validation: a window the sender leaves unused stops growing at 2× what is in flight (RFC 7661)", () => {

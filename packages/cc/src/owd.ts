@@ -89,12 +89,15 @@ export class OneWayDelaySampler {
 
   /**
    * End a drain probe: the minimum seen during it becomes the base (it may rise:
-   * drift or a longer route). Returns the base change, µs (0 if no sample came).
+   * drift or a longer route). With `adopt` false the probe measured nothing (the
+   * sender did not honour its cut: the queue it saw was not allowed to drain) and the
+   * base stays. Either way the next probe is due a refresh interval from now.
+   * Returns the base change, µs (0 if no sample came or nothing was adopted).
    */
-  endProbe(now_us: number): number {
+  endProbe(now_us: number, adopt = true): number {
     this.probing = false;
     this.last_drained_recv_us = now_us;
-    if (!Number.isFinite(this.probe_min_owd_us)) return 0;
+    if (!adopt || !Number.isFinite(this.probe_min_owd_us)) return 0;
     const change_us = this.probe_min_owd_us - this.base_owd_us;
     this.base_owd_us = this.probe_min_owd_us;
     return change_us;
