@@ -56,9 +56,10 @@ export interface NuwaConfig {
    * server switched to sender-driven control, a server in its grant-timeout fallback). On, the base stays
    * right through a sender-driven stint next to a Cubic download: after the download left, CI's mix form
    * held p95 26.5–26.8 ms (three runs) against 45–48 with the base the stint's probe raised by 440–480 ms.
-   * Off by default, because that raised base is also what let a probe back to receiver-driven control keep
-   * its window next to the download: on, issue 18's pair (15 Mbit/s, 60 s) gave Nuwa 0.22 and 0.36 of the
-   * link against 0.40–0.41 (docs/BENCHMARKS.md, fortieth session).
+   * Off by default: that raised base is also what let a probe back to receiver-driven control keep its
+   * window next to the download, and with qd_prediction as well issue 18's pair (15 Mbit/s, 60 s) gave
+   * Nuwa 0.22–0.39 of the link in five runs (0.42, 0.43 with this alone; 0.40–0.42 with neither): the
+   * after-leave figures above were measured with both on (docs/BENCHMARKS.md, fortieth session).
    */
   void_unhonoured_probe: boolean;
   /** Aggressiveness k, MSS per RTT (nuwa-icpads Eq. 3; the journal's Eq. 11 clamps it to [1, 9]). */
@@ -132,11 +133,10 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // Off (fortieth session, measured and left opt-in): on, constant 10 Mbit/s at 50/100 ms each way p95
   // 46/56 → 27/28 ms (simulated; end to end at 50 ms 45 → 30 ms, utilization 0.989 → 0.985); 18 dev
   // traces 0.944 → 0.947 at p95 89 → 87 ms, burst variants 0.864 → 0.873 at 152 → 151 (simulated); 5
-  // sessions on 6 Mbit/s end to end Jain 0.991, 0.970 (0.977, 0.967 off). But next to a Cubic download
-  // with the server's switcher (issue 18's pair, 15 Mbit/s, 60 s) Nuwa's share fell to 0.28 and 0.26
-  // against 0.42 off (0.40–0.41 earlier the same day): the first switch came later and the flow regrew
-  // slowly after the failed probe back. docs/BENCHMARKS.md, fortieth session. A page alone on a long
-  // path (no competitor, no switcher) turns it on.
+  // sessions on 6 Mbit/s end to end Jain 0.991, 0.970 (0.977, 0.967 off). Next to a Cubic download with
+  // the switcher (issue 18's pair) Nuwa's share was 0.42, 0.42, 0.40 with it alone (0.404, 0.407, 0.42
+  // without), but 0.22–0.39 in five runs together with void_unhonoured_probe; and the video ladder
+  // (issue 15) was not measured with it. docs/BENCHMARKS.md, fortieth session.
   qd_prediction: false,
   void_unhonoured_probe: false,
   aggressiveness_mss: 9, // MSS per RTT
