@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from aioquic.quic.packet_builder import QuicSentPacket
 from aioquic.quic.recovery import QuicPacketRecovery
+from bbr_sim import MSS, Script
 
 from nuwa_server.cc.hystart import (
     CSS_GROWTH_DIVISOR,
@@ -20,34 +21,25 @@ from nuwa_server.ceiling import CEILING_NAME
 
 pytestmark = pytest.mark.cpu  # computation only: runs beside other cpu tests (conftest)
 
-MSS = 1200
 
-
-class Clock:
-    """Sends a window of MSS packets, then ACKs them one by one at ``rtt_s`` each, as
-    aioquic's recovery does (on_packet_acked per packet, one RTT sample per ACK)."""
+class Clock(Script):
+    """:class:`bbr_sim.Script`'s send vocabulary with a clock: :meth:`round` sends the window,
+    then ACKs it packet by packet at ``rtt_s`` each, as aioquic's recovery does
+    (on_packet_acked per packet, one RTT sample per ACK)."""
 
     def __init__(self, cc: HyStartCubicCongestionControl) -> None:
-        self.cc = cc
-        self.pn = 0
+        super().__init__(cc)  # type: ignore[arg-type]  # any aioquic controller takes the script
         self.t = 0.0
 
-    def send(self, n: int) -> list[QuicSentPacket]:
-        out = []
-        for _ in range(n):
-            p = QuicSentPacket(epoch=3, in_flight=True, is_ack_eliciting=True,  # type: ignore[arg-type]
-                               is_crypto_packet=False, packet_number=self.pn,
-                               packet_type=0, sent_time=self.t, sent_bytes=MSS)  # type: ignore[arg-type]
-            self.pn += 1
-            self.cc.on_packet_sent(packet=p)
-            out.append(p)
-        return out
+    def send_now(self, n: int) -> list[QuicSentPacket]:
+        """``n`` packets of MSS at the clock's time."""
+        return self.send(n, self.t)
 
     def round(self, rtt_s: float) -> int:
         """One round trip: the whole window out, every packet ACKed with ``rtt_s``.
         Returns the window before the round, bytes."""
         cwnd = self.cc.congestion_window
-        packets = self.send(max(1, cwnd // MSS))
+        packets = self.send_now(max(1, cwnd // MSS))
         self.t += rtt_s
         for p in packets:
             self.t += 1e-4
@@ -58,6 +50,17 @@ class Clock:
 
 def new_cc() -> HyStartCubicCongestionControl:
     return HyStartCubicCongestionControl(max_datagram_size=MSS)
+
+
+def in_css() -> tuple[HyStartCubicCongestionControl, Clock]:
+    """Two rounds at 50 ms, then one at 70 ms (over last round's + 6.25 ms): in CSS."""
+    cc = new_cc()
+    clock = Clock(cc)
+    clock.round(0.050)
+    clock.round(0.050)
+    clock.round(0.070)
+    assert cc.css_baseline_min_rtt_s == pytest.approx(0.070)
+    return cc, clock
 
 
 def test_registered_with_aioquic_by_name() -> None:
@@ -103,12 +106,7 @@ def test_a_rise_of_rtt_thresh_enters_css_then_congestion_avoidance_after_css_rou
 def test_rtt_under_the_baseline_in_css_resumes_slow_start() -> None:
     """RFC 9406 §4.2: in CSS, a round's minimum RTT under cssBaselineMinRtt means the
     rise was spurious: slow start again, with its doubling."""
-    cc = new_cc()
-    clock = Clock(cc)
-    clock.round(0.050)
-    clock.round(0.050)
-    clock.round(0.070)
-    assert cc.css_baseline_min_rtt_s == pytest.approx(0.070)
+    cc, clock = in_css()  # asserts the CSS entry at 70 ms
     clock.round(0.060)  # under the baseline
     assert cc.css_baseline_min_rtt_s is None and cc.ssthresh is None
     before = clock.round(0.060)
@@ -139,7 +137,7 @@ def test_too_few_samples_judge_nothing() -> None:
     cc = new_cc()
     clock = Clock(cc)
     clock.round(0.050)
-    packets = clock.send(4)
+    packets = clock.send_now(4)
     clock.t += 0.2
     for p in packets:
         cc.on_packet_acked(now=clock.t, packet=p)
@@ -149,13 +147,8 @@ def test_too_few_samples_judge_nothing() -> None:
 
 def test_loss_in_css_enters_congestion_avoidance() -> None:
     """RFC 9406 §4.2: a loss in slow start or CSS ends both (Cubic's reduction)."""
-    cc = new_cc()
-    clock = Clock(cc)
-    clock.round(0.050)
-    clock.round(0.050)
-    clock.round(0.070)
-    assert cc.css_baseline_min_rtt_s is not None
-    lost = clock.send(2)
+    cc, clock = in_css()  # asserts the CSS entry at 70 ms
+    lost = clock.send_now(2)
     cwnd = cc.congestion_window
     clock.t += 0.1
     cc.on_packets_lost(now=clock.t, packets=lost)
@@ -167,12 +160,7 @@ def test_loss_in_css_enters_congestion_avoidance() -> None:
 
 def test_reset_starts_hystart_afresh() -> None:
     """Cubic's reset (idle restart) clears the rounds: the next slow start is judged anew."""
-    cc = new_cc()
-    clock = Clock(cc)
-    clock.round(0.050)
-    clock.round(0.050)
-    clock.round(0.070)
-    assert cc.css_baseline_min_rtt_s is not None
+    cc, clock = in_css()  # asserts the CSS entry at 70 ms
     cc.reset()
     assert cc.ssthresh is None and cc.css_baseline_min_rtt_s is None
     before = clock.round(0.300)

@@ -124,10 +124,13 @@ export class NuwaController {
   private readonly window_history_us: number[] = [];
   private readonly window_history_bytes: number[] = [];
   private window_history_head = 0; // entries before it are expired (recordWindow)
+  /** Whether θ reads `predictedQdMs`: `qd_prediction`, under the multiplicative step and the service delay (config.ts; none of the three changes after construction). */
+  private readonly predicts: boolean;
 
   /** @throws RangeError on an invalid config (see resolveConfig). */
   constructor(config: Partial<NuwaConfig> = {}) {
     this.config = resolveConfig(config);
+    this.predicts = this.config.qd_prediction && this.config.step === "multiplicative" && this.config.qd_source === "service";
     this.window_bytes = this.config.initial_window_bytes;
     this.td_ms = this.config.target_delay_ms;
     this.sampler = new OneWayDelaySampler(this.config.drain_threshold_ms * 1000, this.config.base_refresh_interval_ms * 1000);
@@ -313,12 +316,6 @@ export class NuwaController {
     if (this.predicts) this.recordWindow(recv_time_us);
     this.timers(recv_time_us);
     return this.decision(qd_ms);
-  }
-
-  /** Whether θ reads `predictedQdMs`: `qd_prediction`, under the multiplicative step and the service delay (config.ts). */
-  private get predicts(): boolean {
-    const c = this.config;
-    return c.qd_prediction && c.step === "multiplicative" && c.qd_source === "service";
   }
 
   /**

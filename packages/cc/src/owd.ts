@@ -89,9 +89,9 @@ export class OneWayDelaySampler {
 
   /**
    * End a drain probe: the minimum seen during it becomes the base (it may rise:
-   * drift or a longer route). With `adopt` false the probe measured nothing (the
-   * sender did not honour its cut: the queue it saw was not allowed to drain) and the
-   * base stays. Either way the next probe is due a refresh interval from now.
+   * drift or a longer route). With `adopt` false the probe measured nothing (no frame
+   * sent after its cut arrived, or the sender did not honour the cut: the queue it saw
+   * was not allowed to drain) and the base stays. Either way the next probe is due a refresh interval from now.
    * Returns the base change, µs (0 if no sample came or nothing was adopted).
    */
   endProbe(now_us: number, adopt = true): number {
