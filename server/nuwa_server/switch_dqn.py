@@ -249,3 +249,8 @@ class DqnSwitchPolicy:
         """The caller moved the flow to ``mode`` at ``now_us``."""
         self._streak = 0
         self.rule.switched(now_us, mode)
+
+    @property
+    def probe_failed_at_switch(self) -> bool:
+        """The last switch ended a failed probe (the rule's verdict: its probes are ours)."""
+        return self.rule.probe_failed_at_switch

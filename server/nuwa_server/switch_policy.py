@@ -322,6 +322,10 @@ class RuleSwitchPolicy:
         """How long the probe lets our own bytes of the queue before it leave, µs."""
         self.failed_probes = 0
         """Probes ended by their own verdict (:meth:`probe_failed`)."""
+        self.probe_failed_at_switch = False
+        """The last :meth:`switched` ended a probe that failed (back to sender-driven
+        within the probe's span): the caller may restore the sender-driven window the probe
+        set aside (:func:`.cc.switching.restore_after_probe`)."""
 
     def observe(self, now_us: int, window_bytes: int | None = None,
                 queuing_delay_us: int | None = None, echo_us: int | None = None,
@@ -537,8 +541,10 @@ class RuleSwitchPolicy:
         if mode == self.mode:
             return
         self._prev_reference = None
+        self.probe_failed_at_switch = False
         if mode == SENDER and self._probing_since_us is not None:
             if now_us - self._probing_since_us <= self._probe_span_us:
+                self.probe_failed_at_switch = True
                 self._probe_wait_us = min(2 * self._probe_wait_us, c.probe_max_us)
                 self._prev_reference = self._stint_reference  # the probe failed
                 if self._probe_is_early:  # the "leave" was the link, not the competitor

@@ -26,9 +26,10 @@ import dataclasses
 import logging
 from collections.abc import Iterable
 
+from aioquic.quic.congestion.base import QuicCongestionControl
 from aioquic.quic.recovery import QuicPacketRecovery
 
-from .cc.switching import SWITCH_MODES, SwitchRecord, switch_controller
+from .cc.switching import SWITCH_MODES, SwitchRecord, restore_after_probe, switch_controller
 from .config import SessionConfig
 from .grants import GrantDecision, GrantState
 from .session import NuwaSession
@@ -86,6 +87,11 @@ class ConnectionSwitcher:
         self._next_poll_us = now_us
         self._cum_bytes: dict[str, int] = {}
         """Each session's last accepted ``cum_received_bytes`` (the policy's delivery)."""
+        self._set_aside: tuple[QuicCongestionControl, int] | None = None
+        """The sender-driven controller a probe replaced, with the probe's start (µs):
+        restored if the probe fails (:func:`.cc.switching.restore_after_probe`)."""
+        self.restored: list[dict[str, float]] = []
+        """What each restore after a failed probe brought back, in order."""
 
     @property
     def mode(self) -> ControlMode:
@@ -120,19 +126,32 @@ class ConnectionSwitcher:
             return None
         why = getattr(self.policy, "evidence", None)
         evidence = why() if why is not None else None  # before switched() clears it
+        before = loss._cc
         record = set_control_mode(loss, [s.grants for s in sessions], self.config, target,
                                   now_us)
         self.policy.switched(now_us, target)
+        restored: dict[str, float] = {}
+        if target == RECEIVER:
+            self._set_aside = (before, now_us)
+        else:
+            if self._set_aside is not None and getattr(self.policy, "probe_failed_at_switch",
+                                                       False):
+                saved, since_us = self._set_aside
+                restored = restore_after_probe(loss, saved, since_us / 1e6, now_us / 1e6)
+                if restored:
+                    self.restored.append(restored)
+            self._set_aside = None
         self.records.append(record)
         for s in sessions:
             s.switches += 1
             s.log.event("switch", t_us=now_us, to_mode=target, from_cc=record.from_cc,
                         to_cc=record.to_cc, switch_mode=record.mode,
                         cwnd_bytes=record.congestion_window_bytes,
-                        bytes_in_flight=record.bytes_in_flight, evidence=evidence)
+                        bytes_in_flight=record.bytes_in_flight, evidence=evidence,
+                        restored_cwnd_bytes=restored.get("congestion_window"))
         logger.info("controller switch peer_port=%s session=%s to=%s t_us=%d from_cc=%s "
-                    "to_cc=%s mode=%s cwnd=%d evidence=%s", peer_port, sessions[0].name,
-                    target, now_us,
+                    "to_cc=%s mode=%s cwnd=%d restored_cwnd=%s evidence=%s", peer_port,
+                    sessions[0].name, target, now_us,
                     record.from_cc, record.to_cc, record.mode, record.congestion_window_bytes,
-                    evidence)
+                    restored.get("congestion_window"), evidence)
         return record

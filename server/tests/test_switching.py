@@ -230,6 +230,80 @@ def test_connection_switcher_acts_on_grants_that_show_a_standing_queue() -> None
     assert not sessions[0].grants.config.enforce
 
 
+def _switch_through_a_probe(probe_s: float, rtt_during_probe_us: int):
+    """The rule's whole cycle on one connection: a standing queue (grants at the floor, RTT
+    450 ms over a 50 ms base) for 3 s moves it to sender-driven; 20 s later it probes back
+    to receiver-driven, where the ceiling follows the few packets the grants allow (set
+    here as the ceiling would leave it); the grants' RTT during the probe is
+    ``rtt_during_probe_us`` for ``probe_s``, then the standing queue again."""
+    from nuwa_server.config import SessionConfig
+    from nuwa_server.grants import GrantDecision
+    from nuwa_server.switcher import ConnectionSwitcher
+
+    config = SessionConfig(switch="rule").validate()
+    loss, _ = grown_cubic(CEILING_NAME)
+    sessions = nuwa_sessions(config, 1)
+    sessions[0].rtt_min_us = 50_000
+    sw = ConnectionSwitcher(config, 0)
+    seen = []
+    sender_cwnd = None
+    probe_at = None
+    for k in range(1, 1200):  # 60 s of grants every 50 ms
+        t = k * 50_000
+        rtt = 450_000
+        if probe_at is not None and t < probe_at + probe_s * 1e6:
+            rtt = rtt_during_probe_us
+        sw.on_grant(sessions[0], GrantDecision(True, "ok", None, 1200, 0, rtt), t)
+        if sw.mode == "sender":
+            loss._cc.congestion_window = 300 * MSS  # the share its stint reached
+        rec = sw.poll(loss, sessions, t, 4433)
+        if rec is None:
+            continue
+        if sw.mode == "receiver":
+            sender_cwnd, probe_at = 300 * MSS, t
+            loss._cc.congestion_window = 4 * MSS  # the ceiling under the probe's grants
+        seen.append((t, sw.mode, loss._cc.congestion_window))
+        if len(seen) == 3:
+            return seen, sender_cwnd, sw, loss
+    raise AssertionError(f"no probe and return: {seen}")
+
+
+def test_a_failed_probe_gives_the_sender_driven_window_back() -> None:
+    """Back to sender-driven within the probe's span (the competitor is still there): Cubic
+    resumes with the window and state of its stint, not the probe's few packets
+    (draft-ietf-ccwg-bbr's BBRRestoreCwnd; cc.switching.restore_after_probe)."""
+    seen, sender_cwnd, sw, loss = _switch_through_a_probe(0.0, 450_000)
+    (t1, m1, _), (t2, m2, w2), (t3, m3, w3) = seen
+    assert (m1, m2, m3) == ("sender", "receiver", "sender") and w2 == 4 * MSS
+    assert t3 - t2 < 10_000_000 and w3 == sender_cwnd
+    assert len(sw.restored) == 1 and sw.restored[0]["congestion_window"] == sender_cwnd
+    # Cubic's epoch moved on by the probe's length (RFC 9438 §5.8)
+    assert sw.restored[0]["_t_epoch"] >= (t3 - t2) / 1e6
+
+
+def test_a_probe_that_held_restores_nothing() -> None:
+    """A probe that held (no standing queue for longer than its span: the competitor left)
+    and a later return to sender-driven start from the window in use then."""
+    seen, _, sw, loss = _switch_through_a_probe(20.0, 60_000)
+    (_, m1, _), (t2, m2, _), (t3, m3, w3) = seen
+    assert (m1, m2, m3) == ("sender", "receiver", "sender") and t3 - t2 > 20_000_000
+    assert sw.restored == [] and w3 == 4 * MSS
+
+
+def test_restore_after_probe_refuses_time_travel_and_other_families() -> None:
+    from nuwa_server.cc.switching import restore_after_probe
+
+    loss, f = grown_cubic()
+    saved = loss._cc
+    switch_controller(loss, BBR_CC_NAME, "limited", f.t)
+    assert restore_after_probe(loss, saved, f.t, f.t + 1) == {}  # BBR keeps its own model
+    switch_controller(loss, "cubic", "limited", f.t)
+    with pytest.raises(ValueError, match="before"):
+        restore_after_probe(loss, saved, f.t + 1, f.t)
+    loss._cc.congestion_window = saved.congestion_window + MSS
+    assert restore_after_probe(loss, saved, f.t, f.t + 1) == {}  # max(cwnd, prior)
+
+
 def test_switch_config_is_validated() -> None:
     from nuwa_server.config import SessionConfig
 

@@ -173,3 +173,64 @@ def _seed_bbr(new: Any, loss: QuicPacketRecovery, old: object, now_s: float) -> 
         new._set_pacing_rate(new.pacing_gain)
         out["max_bw_bytes_per_s"] = bw
     return out
+
+
+CUBIC_RESTORED = ("congestion_window", "ssthresh", "_W_max", "_W_est", "_cwnd_epoch", "K",
+                  "_first_slow_start", "_starting_congestion_avoidance")
+"""The Cubic state :func:`restore_after_probe` brings back (aioquic's
+``CubicCongestionControl`` names; ``_t_epoch`` is shifted, not copied)."""
+
+
+def restore_after_probe(loss: QuicPacketRecovery, saved: QuicCongestionControl,
+                        saved_at_s: float, now_s: float) -> dict[str, float]:
+    """After a failed probe, give the sender-driven controller back the window the probe set
+    aside.
+
+    A probe (receiver-driven again after a sender-driven stint, :mod:`..switch_policy`) is an
+    experiment: "has the competitor left?". While it runs the receiver's grants bind, and
+    next to a buffer filler they shrink to a few packets; the Cubic ceiling under them
+    follows the flight in use down (:mod:`..ceiling`, RFC 7661 §4.3). When the probe fails
+    the switch back hands Cubic that small window, and next to a Cubic holding a full deep
+    queue (RTT 0.6 s) two Cubics converge over tens of seconds: end to end the flow regrew
+    from 0.1 to 3–5 Mbit/s of a 15 Mbit/s link over the 25 s after the probe (docs/
+    BENCHMARKS.md, forty-first session). The probe measured nothing about the share the
+    stint had reached, so, as BBR restores the window it saved before ProbeRTT
+    (draft-ietf-ccwg-bbr's BBRSaveCwnd and BBRRestoreCwnd: cwnd = max(cwnd,
+    prior_cwnd)), the window and Cubic's private state come back from ``saved`` (the
+    controller the probe replaced) when its window is the larger; Cubic's epoch moves forward
+    by the time the probe took (``now_s − saved_at_s``), since Cubic's t does not count time
+    the window was not in use (RFC 9438 §5.8). ``bytes_in_flight`` and the recovery period
+    stay the current controller's (the connection's accounting, :data:`CONNECTION_LEVEL`).
+
+    Args:
+        loss: the connection's recovery, whose ``_cc`` is the sender-driven controller just
+            installed by :func:`switch_controller`.
+        saved: the sender-driven controller the probe replaced.
+        saved_at_s / now_s: when the probe began and now, s (the caller's clock).
+
+    Returns:
+        What was restored (name → value); empty when nothing was: ``saved`` is not of the
+        current controller's Cubic type, or its window was not the larger.
+
+    Raises:
+        ValueError: ``now_s`` before ``saved_at_s``.
+    """
+    from aioquic.quic.congestion.cubic import CubicCongestionControl
+
+    if now_s < saved_at_s:
+        raise ValueError(f"now_s {now_s} is before saved_at_s {saved_at_s}")
+    cc = loss._cc
+    if type(cc) is not type(saved) or not isinstance(cc, CubicCongestionControl) \
+            or not isinstance(saved, CubicCongestionControl):
+        return {}
+    if saved.congestion_window <= cc.congestion_window:
+        return {}
+    out: dict[str, float] = {}
+    for name in CUBIC_RESTORED:
+        value = getattr(saved, name)
+        setattr(cc, name, value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+    cc._t_epoch = saved._t_epoch + (now_s - saved_at_s)  # RFC 9438 §5.8: t skips the probe
+    out["_t_epoch"] = cc._t_epoch
+    return out
