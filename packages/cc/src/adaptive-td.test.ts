@@ -144,8 +144,8 @@ describe("why the adaptive Td is off by default", () => {
     // the raw Qd in a window's turnaround (thirty-seventh session): 0.976 now, p95 55 ms.
     const onBacklog = run({ ...ADAPTIVE, qd_source: "backlog" });
     expect(onBacklog.jain_index).toBeGreaterThan(0.9);
-    // the default signal: fair (0.992), p95 67 ms against the pinned Td's 49. With the opt-in qd_prediction
-    // (fortieth session) the simulated pinned flows sit at p95 66 ms and the adaptive ones deeper still.
+    // the default signal: fair (0.992), p95 67 ms against the pinned Td's 49. With qd_prediction (on by
+    // default since the forty-first session; off here) the simulated pinned flows sit at p95 66 ms and the adaptive ones deeper still.
     const onService = run({ ...ADAPTIVE, qd_prediction: false });
     expect(onService.queuing_delay_ms.p95).toBeGreaterThan(1.25 * run({ qd_prediction: false }).queuing_delay_ms.p95);
   });

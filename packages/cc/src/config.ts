@@ -33,7 +33,7 @@ export interface NuwaConfig {
   sensitivity_ms: number;
   /**
    * Whether θ reads the queuing delay the window in force will hold rather than the one the frame saw
-   * (multiplicative step only): Qd + (window now − the window one RTT ago) ÷ the
+   * (default true since the forty-first session; multiplicative step only): Qd + (window now − the window one RTT ago) ÷ the
    * delivery rate (the window one RTT ago at least the pipe when that frame found no queue). A frame's
    * Qd is one RTT old and the window has moved since; a window-limited flow
    * holds window − BDP in the queue, so the queue will follow. The multiplicative step moves the queue
@@ -49,17 +49,19 @@ export interface NuwaConfig {
    */
   qd_prediction: boolean;
   /**
-   * Whether a drain probe whose cut the sender did not honour keeps the base one-way delay (default false).
-   * Under a one-frame window an honest sender lets the next frame go a round trip after the last; fresh
-   * frames closer than half a min RTT apart, or more than 2 × (2 + the fresh span ÷ min RTT) one-frame
-   * windows of them, mean the queue the probe measured was not allowed to drain (a Nuwa connection the
-   * server switched to sender-driven control, a server in its grant-timeout fallback). On, the base stays
-   * right through a sender-driven stint next to a Cubic download: after the download left, CI's mix form
-   * held p95 26.5–26.8 ms (three runs) against 45–48 with the base the stint's probe raised by 440–480 ms.
-   * Off by default: that raised base is also what let a probe back to receiver-driven control keep its
-   * window next to the download, and with qd_prediction as well issue 18's pair (15 Mbit/s, 60 s) gave
-   * Nuwa 0.22–0.39 of the link in five runs (0.42, 0.43 with this alone; 0.40–0.42 with neither): the
-   * after-leave figures above were measured with both on (docs/BENCHMARKS.md, fortieth session).
+   * Whether a drain probe whose cut the sender did not honour keeps the base one-way delay (default true
+   * since the forty-first session). Under a one-frame window an honest sender lets the next frame go a
+   * round trip after the last; fresh frames closer than half a min RTT apart, or more than 2 × (2 + the
+   * fresh span ÷ min RTT) one-frame windows of them, mean the queue the probe measured was not allowed to
+   * drain (a Nuwa connection the server switched to sender-driven control, a server in its grant-timeout
+   * fallback). On, the base stays right through a sender-driven stint next to a Cubic download: after the
+   * download left, CI's mix form held p95 26.5–27.1 ms (five runs) against 44–48 with the base the
+   * stint's probe raised by 440–480 ms. That raised base had also let a probe back to receiver-driven
+   * control keep its window next to the download; with the base right the probe shrinks the window, and
+   * the server's switcher now gives Cubic its stint's window back when the probe fails
+   * (server/nuwa_server/cc/switching.py `restore_after_probe`): issue 18's pair gave Nuwa 0.43, 0.47,
+   * 0.39 with both settings on (0.425, 0.434 with neither; 0.22–0.39 before the restore).
+   * docs/BENCHMARKS.md, fortieth and forty-first sessions.
    */
   void_unhonoured_probe: boolean;
   /** Aggressiveness k, MSS per RTT (nuwa-icpads Eq. 3; the journal's Eq. 11 clamps it to [1, 9]). */
@@ -130,15 +132,13 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   target_delay_max_ms: 200, // ms
   link_wait_quantile: 0.5,
   sensitivity_ms: 15, // ms
-  // Off (fortieth session, measured and left opt-in): on, constant 10 Mbit/s at 50/100 ms each way p95
-  // 46/56 → 27/28 ms (simulated; end to end at 50 ms 45 → 30 ms, utilization 0.989 → 0.985); 18 dev
-  // traces 0.944 → 0.947 at p95 89 → 87 ms, burst variants 0.864 → 0.873 at 152 → 151 (simulated); 5
-  // sessions on 6 Mbit/s end to end Jain 0.991, 0.970 (0.977, 0.967 off). Next to a Cubic download with
-  // the switcher (issue 18's pair) Nuwa's share was 0.42, 0.42, 0.40 with it alone (0.404, 0.407, 0.42
-  // without), but 0.22–0.39 in five runs together with void_unhonoured_probe; and the video ladder
-  // (issue 15) was not measured with it. docs/BENCHMARKS.md, fortieth session.
-  qd_prediction: false,
-  void_unhonoured_probe: false,
+  // On (forty-first session; measured in the fortieth and left opt-in then): constant 10 Mbit/s at 50/100
+  // ms each way p95 46/56 → 27/28 ms (simulated; end to end at 50 ms 45 → 30 ms, utilization 0.989 →
+  // 0.985); 18 dev traces 0.944 → 0.947 at p95 89 → 87 ms, burst variants 0.864 → 0.873 at 152 → 151
+  // (simulated, with void_unhonoured_probe); 5 sessions on 6 Mbit/s end to end Jain 0.991, 0.970 (0.977,
+  // 0.967 off). Its price: 100 ms each way, utilization 0.967 → 0.928 (simulated). docs/BENCHMARKS.md.
+  qd_prediction: true,
+  void_unhonoured_probe: true,
   aggressiveness_mss: 9, // MSS per RTT
   multiplicative_gain: 0.25, // per RTT
   // a = 4: mean Jain 0.80 → 0.94 over shared-bottleneck simulations (3–20 flows, staggered

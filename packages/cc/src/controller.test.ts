@@ -281,7 +281,8 @@ describe("NuwaController API", () => {
     const voided = ignored({ void_unhonoured_probe: true });
     expect(voided.c.baseOwdUs).toBe(25_000);
     expect(voided.reason).toMatch(/did not honour the cut/);
-    expect(ignored({}).c.baseOwdUs).toBe(425_000); // the default takes the queue it saw as the path (the ratchet)
+    expect(ignored({ void_unhonoured_probe: false }).c.baseOwdUs).toBe(425_000); // off, the probe takes the queue it saw as the path (the ratchet)
+    expect(ignored({}).c.baseOwdUs).toBe(25_000); // on by default (forty-first session)
     expect(() => new NuwaController({ void_unhonoured_probe: 1 as unknown as boolean })).toThrow(/void_unhonoured_probe/);
   });
 
