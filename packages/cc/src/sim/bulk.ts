@@ -58,7 +58,9 @@ export interface BulkSimResult {
   loss_rate: number;
   qd_error_ms: { median: number; p95: number };
   kalman_qd_error_ms: { median: number; p95: number };
+  /** Bytes the link carried after the warm-up (`TraceLink.served_bytes`' rise), bytes. */
   delivered_bytes: number;
+  /** Bytes its opportunities offered after the warm-up, bytes. */
   capacity_bytes: number;
   /** Per-packet truth after warm-up: [depart_ms, true queuing delay ms, controller raw Qd ms]. */
   samples: Float64Array;
@@ -111,7 +113,7 @@ export function simulateBulk(o: BulkSimOptions): BulkSimResult {
   for (let t = 0; t < end_ms; t++) {
     if (t === warmup_ms) {
       cap0 = eng.link.capacity_bytes;
-      del0 = eng.link.delivered_bytes;
+      del0 = eng.link.served_bytes;
       sent0 = eng.sentPackets;
       drop0 = flow.dropped_packets;
     }
@@ -119,12 +121,12 @@ export function simulateBulk(o: BulkSimOptions): BulkSimResult {
     o.onTick?.(t, flow.controller);
   }
   return {
-    utilization: (eng.link.delivered_bytes - del0) / Math.max(1, eng.link.capacity_bytes - cap0),
+    utilization: (eng.link.served_bytes - del0) / Math.max(1, eng.link.capacity_bytes - cap0),
     queuing_delay_ms: { mean: mean(true_qd), p50: percentile(true_qd, 50), p95: percentile(true_qd, 95) },
     loss_rate: (flow.dropped_packets - drop0) / Math.max(1, eng.sentPackets - sent0),
     qd_error_ms: { median: percentile(est_qd, 50), p95: percentile(est_qd, 95) },
     kalman_qd_error_ms: { median: percentile(kal_qd, 50), p95: percentile(kal_qd, 95) },
-    delivered_bytes: eng.link.delivered_bytes - del0,
+    delivered_bytes: eng.link.served_bytes - del0,
     capacity_bytes: eng.link.capacity_bytes - cap0,
     samples: Float64Array.from(samples),
   };

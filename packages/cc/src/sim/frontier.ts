@@ -162,7 +162,7 @@ function simulatePath(trace: Uint32Array, o: FrontierOptions, family: FrontierFa
   for (let t = 0; t < duration_ms; t++) {
     if (t === warmup_ms) {
       cap0 = eng.link.capacity_bytes;
-      del0 = eng.link.delivered_bytes;
+      del0 = eng.link.served_bytes;
       sent0 = eng.sentPackets;
       drop0 = flow.dropped_packets;
     }
@@ -171,7 +171,7 @@ function simulatePath(trace: Uint32Array, o: FrontierOptions, family: FrontierFa
   return {
     family,
     headroom_ms,
-    utilization: (eng.link.delivered_bytes - del0) / Math.max(1, eng.link.capacity_bytes - cap0),
+    utilization: (eng.link.served_bytes - del0) / Math.max(1, eng.link.capacity_bytes - cap0),
     p95_ms: percentile(qd, 95),
     loss_rate: (flow.dropped_packets - drop0) / Math.max(1, eng.sentPackets - sent0),
   };

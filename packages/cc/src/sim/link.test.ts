@@ -27,6 +27,18 @@ describe("TraceLink (Mahimahi link_queue.cc semantics)", () => {
     ]);
   });
 
+  it("served bytes count a packet's part sent so far: a window's rise never exceeds its capacity", () => {
+    const link = new TraceLink<number>(Uint32Array.from([1, 2, 3, 10]));
+    link.enqueue(0, 2000, 1); // 1504 bytes of it leave at 1 ms, the rest at 2 ms
+    link.service(1);
+    expect([link.delivered_bytes, link.served_bytes, link.capacity_bytes]).toEqual([0, 1504, 1504]);
+    const [cap0, del0, srv0] = [link.capacity_bytes, link.delivered_bytes, link.served_bytes];
+    link.service(2); // the window from 1 ms: one opportunity, the packet's last 496 bytes
+    expect(link.delivered_bytes - del0).toBe(2000); // the whole packet: more than the window carried
+    expect(link.served_bytes - srv0).toBe(496);
+    expect(link.served_bytes - srv0).toBeLessThanOrEqual(link.capacity_bytes - cap0);
+  });
+
   it("wastes opportunities on an empty queue and loops the schedule", () => {
     const link = new TraceLink<number>(Uint32Array.from([5, 10]));
     expect(link.service(10)).toHaveLength(0);

@@ -28,9 +28,19 @@ export class TraceLink<T> {
   readonly period_ms: number;
   /** Opportunity bytes offered so far, bytes. */
   capacity_bytes = 0;
-  /** Bytes that left the queue, bytes. */
+  /** Bytes that left the queue, bytes: a packet counts whole when its last byte leaves. */
   delivered_bytes = 0;
   dropped_packets = 0;
+
+  /**
+   * Bytes the opportunities so far have carried, bytes: `delivered_bytes` plus the part of the head
+   * packet already sent. Over a window of opportunities its rise is at most the window's capacity,
+   * where `delivered_bytes`' can exceed it by a packet begun before the window (a utilization
+   * measured from a warm-up counted those bytes twice over the run's start).
+   */
+  get served_bytes(): number {
+    return this.delivered_bytes + this.head_sent_bytes;
+  }
 
   /**
    * @param trace opportunity offsets, ms (parseMahimahiTrace)

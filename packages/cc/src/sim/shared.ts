@@ -102,7 +102,7 @@ export function simulateShared(o: SharedSimOptions): SharedSimResult {
   for (let t = 0; t < end_ms; t++) {
     if (t === fair_ms) {
       cap0 = eng.link.capacity_bytes;
-      del0 = eng.link.delivered_bytes;
+      del0 = eng.link.served_bytes;
       sent0 = eng.sentPackets;
       drop0 = dropped();
       read0 = eng.flows.map((f) => f.read_bytes);
@@ -114,7 +114,7 @@ export function simulateShared(o: SharedSimOptions): SharedSimResult {
   return {
     goodput_bps,
     jain_index: jainIndex(goodput_bps),
-    utilization: (eng.link.delivered_bytes - del0) / Math.max(1, eng.link.capacity_bytes - cap0),
+    utilization: (eng.link.served_bytes - del0) / Math.max(1, eng.link.capacity_bytes - cap0),
     queuing_delay_ms: { p50: percentile(true_qd, 50), p95: percentile(true_qd, 95) },
     loss_rate: (dropped() - drop0) / Math.max(1, eng.sentPackets - sent0),
   };

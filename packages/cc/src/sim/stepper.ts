@@ -42,7 +42,7 @@ export interface IntervalStats {
   interval_ms: number;
   /** k in force during the interval, MSS per RTT. */
   aggressiveness_mss: number;
-  /** Wire bytes that left the bottleneck in the interval, bytes. */
+  /** Wire bytes the bottleneck carried in the interval (`TraceLink.served_bytes`: a packet counts as its bytes leave), bytes. */
   delivered_bytes: number;
   /** Frame bytes the receiver got in the interval (what a browser counts), bytes. */
   received_frame_bytes: number;
@@ -149,7 +149,7 @@ export class BulkStepper {
     const link = this.eng.link;
     const flow = this.eng.flows[0]!;
     const cap0 = link.capacity_bytes;
-    const del0 = link.delivered_bytes;
+    const del0 = link.served_bytes;
     const drop0 = flow.dropped_packets;
     const sent0 = this.eng.sentPackets;
     this.acc = { received: 0, departed: 0, qd_sum: 0, qd_max: 0 };
@@ -160,7 +160,7 @@ export class BulkStepper {
       t_ms: end,
       interval_ms,
       aggressiveness_mss: k,
-      delivered_bytes: link.delivered_bytes - del0,
+      delivered_bytes: link.served_bytes - del0,
       received_frame_bytes: this.acc.received,
       capacity_bytes: link.capacity_bytes - cap0,
       window_bytes: this.controller.windowBytes,
