@@ -12,9 +12,12 @@ policy (:mod:`.switch_policy`) and the controller swap (:mod:`.cc.switching`).
 
 A switch swaps the controller in ``SessionConfig.switch_mode`` (unrestricted by default:
 the Cubic ceiling is a Cubic, so its W_max, epoch and window carry over exactly) and flips
-``enforce`` on every open session of the connection (one controller per connection). The
-server logs each switch as ``controller switch peer_port=P session=... to=MODE t_us=T ...``
-(T on the server's CLOCK_MONOTONIC, as frames are stamped)
+``enforce`` on every open session of the connection (one controller per connection). A probe
+back to receiver-driven control that fails (the rule's verdict) hands the sender-driven
+controller the window and state the probe set aside when that window is the larger
+(:func:`.cc.switching.restore_after_probe`: BBRRestoreCwnd's rule). The server logs each
+switch as ``controller switch peer_port=P session=... to=MODE t_us=T ... restored_cwnd=B``
+(T on the server's CLOCK_MONOTONIC, as frames are stamped; B None when nothing was restored)
 (``./nuwa mix`` counts those lines).
 
 Sans-I/O apart from the aioquic objects it is handed: the caller passes ``now_us``.
