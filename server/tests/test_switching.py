@@ -206,18 +206,25 @@ def test_set_control_mode_moves_a_nuwa_connection_between_grants_and_its_control
     assert isinstance(loss._cc, BbrCongestionControl) and loss._cc.state is BbrState.STARTUP
 
 
-def test_connection_switcher_acts_on_grants_that_show_a_standing_queue() -> None:
-    """Grants at the floor window whose echoes show a queue that never drains for Y
-    switch the connection to sender-driven (one switch, counted on each session)."""
+def switcher_on_a_ceiling():
+    """A rule-switched connection on the Cubic ceiling, past slow start, with one session
+    whose min RTT is 50 ms, and its :class:`ConnectionSwitcher` from t = 0."""
     from nuwa_server.config import SessionConfig
-    from nuwa_server.grants import GrantDecision
     from nuwa_server.switcher import ConnectionSwitcher
 
     config = SessionConfig(switch="rule").validate()
     loss, _ = grown_cubic(CEILING_NAME)
     sessions = nuwa_sessions(config, 1)
     sessions[0].rtt_min_us = 50_000
-    sw = ConnectionSwitcher(config, 0)
+    return loss, sessions, ConnectionSwitcher(config, 0)
+
+
+def test_connection_switcher_acts_on_grants_that_show_a_standing_queue() -> None:
+    """Grants at the floor window whose echoes show a queue that never drains for Y
+    switch the connection to sender-driven (one switch, counted on each session)."""
+    from nuwa_server.grants import GrantDecision
+
+    loss, sessions, sw = switcher_on_a_ceiling()
     records = []
     for k in range(1, 120):  # 6 s of grants every 50 ms: window 1200, RTT 450 ms
         t = k * 50_000
@@ -236,15 +243,9 @@ def _switch_through_a_probe(probe_s: float, rtt_during_probe_us: int):
     to receiver-driven, where the ceiling follows the few packets the grants allow (set
     here as the ceiling would leave it); the grants' RTT during the probe is
     ``rtt_during_probe_us`` for ``probe_s``, then the standing queue again."""
-    from nuwa_server.config import SessionConfig
     from nuwa_server.grants import GrantDecision
-    from nuwa_server.switcher import ConnectionSwitcher
 
-    config = SessionConfig(switch="rule").validate()
-    loss, _ = grown_cubic(CEILING_NAME)
-    sessions = nuwa_sessions(config, 1)
-    sessions[0].rtt_min_us = 50_000
-    sw = ConnectionSwitcher(config, 0)
+    loss, sessions, sw = switcher_on_a_ceiling()
     seen = []
     sender_cwnd = None
     probe_at = None

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aioquic.quic.congestion.base import QuicCongestionControl, create_congestion_control
+from aioquic.quic.congestion.cubic import CubicCongestionControl
 from aioquic.quic.recovery import QuicPacketRecovery
 
 from .bbr_model import BbrState
@@ -215,8 +216,6 @@ def restore_after_probe(loss: QuicPacketRecovery, saved: QuicCongestionControl,
     Raises:
         ValueError: ``now_s`` before ``saved_at_s``.
     """
-    from aioquic.quic.congestion.cubic import CubicCongestionControl
-
     if now_s < saved_at_s:
         raise ValueError(f"now_s {now_s} is before saved_at_s {saved_at_s}")
     cc = loss._cc
