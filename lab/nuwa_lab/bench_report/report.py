@@ -65,7 +65,8 @@ def header(index: dict[str, Any], bench_dir: Path, delay_ms: float) -> list[str]
         + ", ".join(f"{k}={v}" for k, v in cfg.items()
                     if k in ("target_delay_ms", "sensitivity_ms", "aggressiveness_mss",
                              "multiplicative_gain", "additive_increase_mss", "step",
-                             "qd_source", "rate_cap", "rate_filter_ms")),
+                             "qd_source", "rate_cap", "rate_filter_ms",
+                             "rate_cap_filter_ms")),
         "",
         "Schemes: `nuwa` (grants obeyed), `cubic`/`reno` (aioquic's own controller, grants "
         "ignored), `oracle` (window = capacity the emulator offered over the last "

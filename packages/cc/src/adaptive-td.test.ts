@@ -129,8 +129,10 @@ describe("near-dark links (NYC 3G subway, 23 s under 0.3 Mbit/s)", () => {
 
 describe("why the adaptive Td is off by default", () => {
   it("flows sharing one queue: the adaptive Td deepens the queue (raw Qd, service delay)", () => {
+    // The figures below were measured with the delivery-rate cap's 300 ms filter (the default until the
+    // forty-second session) and are kept on it; the shipped 1000 ms filter is checked at the end.
     const run = (config: object) =>
-      simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config })) });
+      simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { rate_cap_filter_ms: 300, ...config } })) });
     const pinned = run({});
     expect(pinned.jain_index).toBeGreaterThan(0.95); // measured 0.998 (service delay, the default)
     const pinnedRaw = run({ qd_source: "raw" });
@@ -148,5 +150,39 @@ describe("why the adaptive Td is off by default", () => {
     // default since the forty-first session; off here) the simulated pinned flows sit at p95 66 ms and the adaptive ones deeper still.
     const onService = run({ ...ADAPTIVE, qd_prediction: false });
     expect(onService.queuing_delay_ms.p95).toBeGreaterThan(1.25 * run({ qd_prediction: false }).queuing_delay_ms.p95);
+    // The shipped controller (service delay, Qd prediction, the cap's 1000 ms filter): pinned p95 79 ms,
+    // adaptive 102 (Jain 0.992, 0.994). Under the raw Qd the longer filter already holds the pinned flows
+    // deeper (65 ms) than the adaptive Td adds to (60): that case no longer argues either way.
+    const shipped = (config: object) =>
+      simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config })) });
+    expect(shipped(ADAPTIVE).queuing_delay_ms.p95).toBeGreaterThan(1.15 * shipped({}).queuing_delay_ms.p95);
+  });
+});
+
+describe("the delivery-rate cap's filter: 1000 ms, not 300 (config.ts rate_cap_filter_ms)", () => {
+  it("on a recorded LTE trace with delivery gaps of 100–270 ms the 300 ms filter's cap cut the window below one burst", () => {
+    // NYC LTE walking-3201711 alternates 50 ms with few delivery opportunities and 50 ms with up to
+    // 29: a 300 ms filter holds too few 100 ms spans to see the link's rate, and the cap (on every frame
+    // with Qd > Td, which a gap gives) cut the window to that. Measured: utilization 0.765 -> 0.816, p95 229 -> 243 ms.
+    const walk = trace("4G/nyc2019-unknownop-lte-walking-3201711.mahi");
+    const short = simulateBulk({ trace: walk, duration_s: 60, config: { rate_cap_filter_ms: 300 } });
+    const shipped = simulateBulk({ trace: walk, duration_s: 60 });
+    expect(shipped.utilization).toBeGreaterThan(short.utilization + 0.03);
+    expect(shipped.queuing_delay_ms.p95).toBeLessThan(short.queuing_delay_ms.p95 + 30);
+  });
+
+  it("its cost: Nuwa flows sharing a queue sit deeper behind the looser cap, still fair (20 flows on 24 Mbit/s, 1 s apart)", () => {
+    // The cap bounds a shared queue at Td plus the filter's overshoot of each flow's mean rate, and a
+    // longer filter overshoots more. Thirty-sixth session, before the grant pacer and the Qd
+    // prediction: p95 83 -> 421 ms, Jain 0.996 -> 0.896 (not shipped then). Measured now (forty-second
+    // session): p95 45 -> 88 ms, Jain 0.999 -> 0.994, utilization 0.988 -> 1.000.
+    const run = (rate_cap_filter_ms: number) =>
+      simulateShared({ trace: constantRateTrace(24e6, 1000), duration_s: 60, fair_from_s: 40, flows: Array.from({ length: 20 }, (_, i) => ({ start_s: i, config: { rate_cap_filter_ms } })) });
+    const short = run(300);
+    const shipped = run(1000);
+    expect(shipped.jain_index).toBeGreaterThan(0.98);
+    expect(shipped.queuing_delay_ms.p95).toBeLessThan(110);
+    expect(shipped.queuing_delay_ms.p95).toBeGreaterThan(short.queuing_delay_ms.p95);
+    expect(shipped.utilization).toBeGreaterThanOrEqual(short.utilization);
   });
 });

@@ -96,12 +96,21 @@ export interface NuwaConfig {
   max_window_bytes: number;
   /** Start-up ends when Qd exceeds this fraction of Td (the sender-side slow start the paper keeps). */
   startup_exit_fraction: number;
-  /** Delivery-rate cap: when Qd > Td, window ≤ max-filtered delivery rate × (min RTT + Td). */
+  /** Delivery-rate cap: when Qd > Td, window ≤ max-filtered delivery rate (over `rate_cap_filter_ms`) × (min RTT + Td). */
   rate_cap: boolean;
   /** Window validation: when Qd ≤ Td the window grows to at most this × (max delivery rate × (min RTT + Qd), plus one min RTT on a path shorter than the grant interval); Infinity disables (RFC 7661). */
   window_validation_factor: number;
-  /** Window of the delivery-rate max filter, ms (docs/DESIGN.md §3: 200–500 ms). */
+  /** Window of the delivery-rate max filter, ms (docs/DESIGN.md §3: 200–500 ms): window validation, the Qd prediction, the estimate's max rate. */
   rate_filter_ms: number;
+  /**
+   * Window of the max filter under the delivery-rate cap, ms (at most the 2 s the estimator keeps).
+   * Longer than `rate_filter_ms`: on a link that delivers in bursts with gaps of 100–270 ms, the
+   * 100 ms spans of a 300 ms window miss the link's bursts and the cap cut the window below what
+   * one burst carries (docs/DESIGN.md §3 "Delivery-rate cap"). BBR's bottleneck-bandwidth max
+   * filter spans 10 round trips (Linux tcp_bbr.c `bbr_bw_rtts`; Cardwell et al., ACM Queue 2016);
+   * 1000 ms is 10 round trips of 100 ms.
+   */
+  rate_cap_filter_ms: number;
   /** Queuing delay at or below which the queue counts as drained, ms. */
   drain_threshold_ms: number;
   /** If the queue has not been seen drained for this long, the controller probes (drains) to refresh the base one-way delay, ms. */
@@ -164,6 +173,7 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   startup_exit_fraction: 0.5, // of Td
   rate_cap: true,
   rate_filter_ms: 300, // ms
+  rate_cap_filter_ms: 1000, // ms
   window_validation_factor: 2, // × packets in flight
   drain_threshold_ms: 2, // ms
   base_refresh_interval_ms: 10_000, // ms
@@ -205,6 +215,7 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   check(c.window_validation_factor >= 1, "window_validation_factor", "must be ≥ 1 (Infinity disables)", c.window_validation_factor);
   check(typeof c.rate_cap === "boolean", "rate_cap", "must be a boolean", c.rate_cap);
   positive("rate_filter_ms");
+  check(finite("rate_cap_filter_ms") && c.rate_cap_filter_ms >= 10 && c.rate_cap_filter_ms <= 2000, "rate_cap_filter_ms", "must be in [10, 2000] ms (the delivery-rate history)", c.rate_cap_filter_ms);
   check(finite("drain_threshold_ms") && c.drain_threshold_ms >= 0, "drain_threshold_ms", "must be ≥ 0", c.drain_threshold_ms);
   positive("base_refresh_interval_ms");
   positive("probe_min_duration_ms");

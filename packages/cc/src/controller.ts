@@ -381,7 +381,9 @@ export class NuwaController {
   private applyRateCap(w_pkts: number, now_us: number, always: boolean, td_ms: number): number {
     const c = this.config;
     if (!c.rate_cap && !always) return w_pkts;
-    const rate_bps = this.rate.maxRateBps(now_us, c.rate_filter_ms * 1000, RATE_SPAN_US);
+    // max over config.rate_cap_filter_ms, not rate_filter_ms: on a bursty link the short filter's few
+    // 100 ms spans miss the bursts and the cap cut the window below one burst (docs/DESIGN.md §3)
+    const rate_bps = this.rate.maxRateBps(now_us, c.rate_cap_filter_ms * 1000, RATE_SPAN_US);
     if (!(rate_bps > 0)) return w_pkts;
     // window ≤ delivery rate × (min RTT + Td)  (docs/DESIGN.md §3, "delivery-rate cap")
     const cap_pkts = (rate_bps / 8) * ((this.minRttUs + td_ms * 1000) / 1e6) / c.mss_bytes;
