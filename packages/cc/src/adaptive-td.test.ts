@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_CONFIG } from "./config.js";
 import { NuwaController } from "./controller.js";
 import { simulateBulk } from "./sim/bulk.js";
 import { simulateShared } from "./sim/shared.js";
@@ -153,8 +154,7 @@ describe("why the adaptive Td is off by default", () => {
     // The shipped controller (service delay, Qd prediction, the cap's 1000 ms filter): pinned p95 79 ms,
     // adaptive 102 (Jain 0.992, 0.994). Under the raw Qd the longer filter already holds the pinned flows
     // deeper (65 ms) than the adaptive Td adds to (60): that case no longer argues either way.
-    const shipped = (config: object) =>
-      simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config })) });
+    const shipped = (config: object) => run({ rate_cap_filter_ms: DEFAULT_CONFIG.rate_cap_filter_ms, ...config });
     expect(shipped(ADAPTIVE).queuing_delay_ms.p95).toBeGreaterThan(1.15 * shipped({}).queuing_delay_ms.p95);
   });
 });
