@@ -2,7 +2,7 @@
  * Bulk-download page for end-to-end runs: opens a Nuwa session, downloads for
  * `duration_s`, records every frame's (seq, send time, receive time, Qd, window)
  * and exposes the log as `window.__nuwa`. Parameters come from the query string:
- * url, hash, mode (control|observe), duration_s, size_bytes, cc (JSON),
+ * url, hash, mode (control|observe), duration_s, size_bytes, cc (JSON), grants (JSON),
  * stall_timeout_ms (optional: the session's stall watchdog, default the player's),
  * tuner=rl (optional: the Nuwa-RL tuner sets k every interval; the model and
  * onnxruntime-web's wasm are fetched from /models/ and /ort/).
@@ -164,6 +164,7 @@ async function main(): Promise<void> {
         serverCertificateHashHex: q.get("hash") ?? undefined,
         mode: (q.get("mode") ?? "control") as "control" | "observe",
         cc: JSON.parse(q.get("cc") ?? "{}"),
+        grants: JSON.parse(q.get("grants") ?? "{}"),
         onTelemetry,
         onStall: hooks.onStall,
         ...(q.has("stall_timeout_ms") ? { stall_timeout_ms: Number(q.get("stall_timeout_ms")) } : {}),

@@ -53,6 +53,8 @@ export interface BulkOptions {
   queue_packets?: number;
   /** Controller settings for the page. */
   cc?: Record<string, unknown>;
+  /** The page session's grant cadence over DEFAULT_GRANT_POLICY (GrantPolicyConfig fields; checked by GrantPolicy). */
+  grants?: Record<string, unknown>;
   warmup_s?: number;
   /** Scheme oracle: the emulator's capacity window, ms (default: base RTT). */
   oracle_window_ms?: number;
@@ -114,6 +116,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       mode: grantsControl(o.scheme) ? "control" : "observe",
       duration_s: String(o.duration_s),
       cc: JSON.stringify({ ...o.cc, ...SCHEME_CC[o.scheme] }),
+      ...(o.grants && Object.keys(o.grants).length > 0 ? { grants: JSON.stringify(o.grants) } : {}),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
       ...(o.tuner ? { tuner: o.tuner } : {}),
     });
@@ -137,6 +140,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       scheme: o.scheme,
       trace: o.trace,
       duration_s: o.duration_s,
+      ...(o.grants && Object.keys(o.grants).length > 0 ? { grants: o.grants } : {}),
       ...metrics,
       page: { frames: log.frames, bytes: log.bytes, grants: log.grants, error: log.error, phase_changes: log.phase_changes.slice(0, 50), sessions: log.sessions },
     } as BulkResult;

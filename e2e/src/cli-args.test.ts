@@ -31,6 +31,17 @@ describe("./nuwa subcommands: --help and bad arguments", () => {
       expect(r.stderr).toMatch(/^error: --cc must be a JSON object/);
     }
   });
+  it("./nuwa bulk --grants: not a JSON object, an unknown field or a cadence GrantPolicy refuses is refused before anything starts", () => {
+    for (const [g, msg] of [
+      ["[1]", /^error: --grants must be a JSON object/],
+      ['{"every_frame": 4}', /^error: --grants: unknown field every_frame/],
+      ['{"max_interval_us": 500}', /^error: --grants: GrantPolicy: need 0 < min_interval_us ≤ max_interval_us/],
+    ] as const) {
+      const r = run("e2e/src/cli-bulk.ts", ["--grants", g]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(msg);
+    }
+  });
   it("a value out of range names the option", () => {
     const r = run("e2e/src/cli-bulk.ts", ["--duration", "2"]);
     expect(r.status).toBe(2);

@@ -35,15 +35,15 @@ export function parseCli<const O extends Options>(usage: string, options: O, arg
   return values as CliValues<O>;
 }
 
-/** Parse a `--cc` value: a JSON object of controller settings (checked again by resolveConfig). */
-export function parseCcJson(usage: string, text: string | undefined): Record<string, unknown> {
+/** Parse a `--cc` value (or another JSON-object flag, named by `flag`): a JSON object of settings (controller settings are checked again by resolveConfig). */
+export function parseCcJson(usage: string, text: string | undefined, flag = "--cc"): Record<string, unknown> {
   if (text === undefined || text === "") return {};
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch (e) {
-    usageError(usage, `--cc must be a JSON object (${(e as Error).message})`);
+    usageError(usage, `${flag} must be a JSON object (${(e as Error).message})`);
   }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) usageError(usage, `--cc must be a JSON object (got ${text})`);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) usageError(usage, `${flag} must be a JSON object (got ${text})`);
   return v as Record<string, unknown>;
 }

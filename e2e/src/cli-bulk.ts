@@ -1,8 +1,9 @@
 /**
  * `./nuwa bulk --trace FILE --scheme nuwa|cubic|reno|bbr|nuwa_bbr|pbq --duration S --json OUT [--out DIR]
- *   [--delay-ms 25] [--queue-packets 1000] [--cc JSON] [--burst MIN..MAX[:SEED]]`
+ *   [--delay-ms 25] [--queue-packets 1000] [--cc JSON] [--grants JSON] [--burst MIN..MAX[:SEED]]`
  */
 import { writeFileSync } from "node:fs";
+import { DEFAULT_GRANT_POLICY, GrantPolicy } from "@nuwa/player";
 import { type BulkScheme, describeBulk, runBulk } from "./bulk.js";
 import { burstVariant } from "./burst.js";
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
@@ -10,6 +11,7 @@ import { resolveTraceSpec } from "./constant-trace.js";
 
 const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_backlog|nuwa_raw|nuwa_bbr|cubic|reno|bbr|pbq|oracle --duration S [--json OUT] [--out DIR]
   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator
+  [--grants JSON]   the page's grant cadence over DEFAULT_GRANT_POLICY (@nuwa/player grants.ts; e.g. '{"max_interval_us":5000}')
   (--trace constant:MBPS: a constant-rate trace made into .cache/traces/)
   [--burst MIN..MAX[:SEED]]   run the trace's burst variant (gaps MIN..MAX ms, seed; traces/README.md), made into .cache/traces/`;
 const values = parseCli(USAGE, {
@@ -21,9 +23,19 @@ const values = parseCli(USAGE, {
   "delay-ms": { type: "string", default: "25" },
   "queue-packets": { type: "string", default: "1000" },
   cc: { type: "string", default: "{}" },
+  grants: { type: "string", default: "{}" },
   burst: { type: "string" },
 });
 const cc = parseCcJson(USAGE, values.cc);
+const grants = parseCcJson(USAGE, values.grants, "--grants");
+for (const k of Object.keys(grants)) {
+  if (!(k in DEFAULT_GRANT_POLICY)) usageError(USAGE, `--grants: unknown field ${k} (fields: ${Object.keys(DEFAULT_GRANT_POLICY).join(", ")})`);
+}
+try {
+  new GrantPolicy({ ...DEFAULT_GRANT_POLICY, ...grants }); // the page's own check, before anything starts
+} catch (e) {
+  usageError(USAGE, `--grants: ${(e as Error).message}`);
+}
 const scheme = values.scheme as BulkScheme;
 if (!["nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_bbr", "cubic", "reno", "bbr", "pbq", "oracle"].includes(scheme)) {
   usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_backlog, nuwa_raw, nuwa_bbr, cubic, reno, bbr, pbq or oracle (got ${scheme})`);
@@ -55,6 +67,7 @@ const r = await runBulk({
   delay_ms: Number(values["delay-ms"]),
   queue_packets: Number(values["queue-packets"]),
   cc,
+  grants,
 });
 console.log(describeBulk(r));
 console.log(`logs: ${out_dir}`);
