@@ -93,6 +93,7 @@ export interface BulkResult {
  */
 export async function runBulk(o: BulkOptions): Promise<BulkResult> {
   const delay_ms = o.delay_ms ?? 25;
+  const grants = o.grants && Object.keys(o.grants).length > 0 ? o.grants : null; // the page's default cadence otherwise
   const out = resolve(o.out_dir);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(`${out}/server`, { recursive: true });
@@ -116,7 +117,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       mode: grantsControl(o.scheme) ? "control" : "observe",
       duration_s: String(o.duration_s),
       cc: JSON.stringify({ ...o.cc, ...SCHEME_CC[o.scheme] }),
-      ...(o.grants && Object.keys(o.grants).length > 0 ? { grants: JSON.stringify(o.grants) } : {}),
+      ...(grants ? { grants: JSON.stringify(grants) } : {}),
       ...(o.stall_timeout_ms === undefined ? {} : { stall_timeout_ms: String(o.stall_timeout_ms) }),
       ...(o.tuner ? { tuner: o.tuner } : {}),
     });
@@ -140,7 +141,7 @@ export async function runBulk(o: BulkOptions): Promise<BulkResult> {
       scheme: o.scheme,
       trace: o.trace,
       duration_s: o.duration_s,
-      ...(o.grants && Object.keys(o.grants).length > 0 ? { grants: o.grants } : {}),
+      ...(grants ? { grants } : {}),
       ...metrics,
       page: { frames: log.frames, bytes: log.bytes, grants: log.grants, error: log.error, phase_changes: log.phase_changes.slice(0, 50), sessions: log.sessions },
     } as BulkResult;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { NuwaConfig } from "../config.js";
+import { DEFAULT_CONFIG, type NuwaConfig } from "../config.js";
 import { jainIndex, simulateShared } from "./shared.js";
 import { constantRateTrace } from "./trace.js";
 
@@ -61,8 +61,8 @@ describe("simulateShared (flows sharing one bottleneck)", () => {
     expect(cappedNow.jain_index).toBeGreaterThan(0.95);
     // the shipped controller (qd_prediction, the 1000 ms filter): the cap still bounds the queue, less
     // tightly: p95 79 ms, Jain 0.992; uncapped 95 ms (forty-second session)
-    const shipped = run(true, true, 1000);
-    expect(run(false, true, 1000).queuing_delay_ms.p95).toBeGreaterThan(1.1 * shipped.queuing_delay_ms.p95);
+    const shipped = run(true, true, DEFAULT_CONFIG.rate_cap_filter_ms);
+    expect(run(false, true, DEFAULT_CONFIG.rate_cap_filter_ms).queuing_delay_ms.p95).toBeGreaterThan(1.1 * shipped.queuing_delay_ms.p95);
     expect(shipped.queuing_delay_ms.p95).toBeLessThan(100);
     expect(shipped.jain_index).toBeGreaterThan(0.95);
   });
