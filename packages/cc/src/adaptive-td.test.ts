@@ -70,11 +70,17 @@ describe("adaptive Td on recorded traces", () => {
     expect(adaptive.queuing_delay_ms.p95).toBeLessThan(fixed.queuing_delay_ms.p95 * 1.15 + 5);
   });
 
-  it("a pinned Td does not move (live callers)", () => {
+  it("a pinned Td does not move (live callers: target_delay_max_ms = target_delay_ms)", () => {
     const burst = burstVariant(lte, 20, 100, 1);
-    let td_max = 0;
-    simulateBulk({ trace: burst, duration_s: 10, config: { adaptive_target_delay: false }, onTick: (_t, c) => { if (c) td_max = Math.max(td_max, c.targetDelayInForceMs); } });
-    expect(td_max).toBe(25);
+    const umts = trace("3G/mahimahi-tmobile-umts-driving.mahi"); // slow enough for the packet floor to act
+    const tdMax = (tr: Uint32Array, config: object) => {
+      let td_max = 0;
+      simulateBulk({ trace: tr, duration_s: 20, config, onTick: (_t, c) => { if (c) td_max = Math.max(td_max, c.targetDelayInForceMs); } });
+      return td_max;
+    };
+    expect(tdMax(burst, { ...ADAPTIVE, target_delay_max_ms: 25 })).toBe(25);
+    expect(tdMax(umts, { target_delay_max_ms: 25 })).toBe(25);
+    expect(tdMax(umts, {})).toBeGreaterThan(25); // not pinned, the floor raises it there
     const c = new NuwaController({ ...ADAPTIVE, target_delay_max_ms: 60 });
     expect(() => c.setParams({ target_delay_max_ms: 10 })).toThrow(/target_delay_max_ms/);
   });
@@ -131,9 +137,10 @@ describe("near-dark links (NYC 3G subway, 23 s under 0.3 Mbit/s)", () => {
 describe("why the adaptive Td is off by default", () => {
   it("flows sharing one queue: the adaptive Td deepens the queue (raw Qd, service delay)", () => {
     // The figures below were measured with the delivery-rate cap's 300 ms filter (the default until the
-    // forty-second session) and are kept on it; the shipped 1000 ms filter is checked at the end.
+    // forty-second session) and without Td's packet floor (forty-fourth session), and are kept so; the
+    // shipped controller is checked at the end.
     const run = (config: object) =>
-      simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { rate_cap_filter_ms: 300, ...config } })) });
+      simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 40, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { rate_cap_filter_ms: 300, target_delay_min_packets: 0, ...config } })) });
     const pinned = run({});
     expect(pinned.jain_index).toBeGreaterThan(0.95); // measured 0.998 (service delay, the default)
     const pinnedRaw = run({ qd_source: "raw" });
@@ -154,8 +161,13 @@ describe("why the adaptive Td is off by default", () => {
     // The shipped controller (service delay, Qd prediction, the cap's 1000 ms filter): pinned p95 79 ms,
     // adaptive 102 (Jain 0.992, 0.994). Under the raw Qd the longer filter already holds the pinned flows
     // deeper (65 ms) than the adaptive Td adds to (60): that case no longer argues either way.
-    const shipped = (config: object) => run({ rate_cap_filter_ms: DEFAULT_CONFIG.rate_cap_filter_ms, ...config });
-    expect(shipped(ADAPTIVE).queuing_delay_ms.p95).toBeGreaterThan(1.15 * shipped({}).queuing_delay_ms.p95);
+    const filter1000 = (config: object) => run({ rate_cap_filter_ms: DEFAULT_CONFIG.rate_cap_filter_ms, ...config });
+    expect(filter1000(ADAPTIVE).queuing_delay_ms.p95).toBeGreaterThan(1.15 * filter1000({}).queuing_delay_ms.p95);
+    // With Td's packet floor as well (forty-fourth session; these 1.2 Mbit/s flows each hold Td >= 32 ms),
+    // pinned 101 ms, adaptive 106: the floor already holds the shared queue about as deep, and the
+    // adaptive Td still adds to it rather than taking from it.
+    const shipped = (config: object) => filter1000({ target_delay_min_packets: DEFAULT_CONFIG.target_delay_min_packets, ...config });
+    expect(shipped(ADAPTIVE).queuing_delay_ms.p95).toBeGreaterThan(shipped({}).queuing_delay_ms.p95);
   });
 });
 
@@ -184,5 +196,55 @@ describe("the delivery-rate cap's filter: 1000 ms, not 300 (config.ts rate_cap_f
     expect(shipped.queuing_delay_ms.p95).toBeLessThan(110);
     expect(shipped.queuing_delay_ms.p95).toBeGreaterThan(short.queuing_delay_ms.p95);
     expect(shipped.utilization).toBeGreaterThanOrEqual(short.utilization);
+  });
+});
+
+describe("Td in packets (config.ts target_delay_min_packets)", () => {
+  /** Td in force after `seconds` of 1200-byte frames arriving evenly at `rate_bps`. */
+  const tdAt = (rate_bps: number, seconds: number, config: object = {}) => {
+    const c = new NuwaController(config);
+    c.onRttSample(50_000);
+    const gap_us = (1200 * 8 * 1e6) / rate_bps;
+    for (let t = 0; t <= seconds * 1e6; t += gap_us) c.onFrame(t, t + 25_000, 1200);
+    return c.targetDelayInForceMs;
+  };
+
+  it("is n packets' time at the flow's delivery rate, between Td and target_delay_max_ms, from the second second on", () => {
+    expect(DEFAULT_CONFIG.target_delay_min_packets).toBe(4);
+    expect(tdAt(0.5e6, 3)).toBeCloseTo((4 * 1200 * 8 * 1000) / 0.5e6, 0); // 76.8 ms
+    expect(tdAt(10e6, 3)).toBe(25); // 4 packets are 3.8 ms: Td stands
+    expect(tdAt(0.1e6, 3)).toBe(200); // 384 ms, capped at target_delay_max_ms
+    expect(tdAt(0.1e6, 3, { target_delay_max_ms: 60 })).toBe(60);
+    expect(tdAt(0.5e6, 0.9)).toBe(25); // under a second of data: no rate to size it yet
+    expect(tdAt(0.5e6, 3, { target_delay_min_packets: 0 })).toBe(25);
+    expect(() => new NuwaController({ target_delay_min_packets: -1 })).toThrow(/target_delay_min_packets/);
+    expect(() => new NuwaController({ target_delay_min_packets: Number.NaN })).toThrow(/target_delay_min_packets/);
+  });
+
+  it("on the recorded UMTS trace it fills the link's bursts that a 25 ms queue (four packets or fewer) misses", () => {
+    // Measured (60 s): utilization 0.941 -> 0.957, p95 109 -> 159 ms (issue 14's bound there: 0.1 x
+    // Cubic's 7.6 s). The loss without it: bursts after the link's gaps find one to four packets queued.
+    const umts = trace("3G/mahimahi-tmobile-umts-driving.mahi");
+    const off = simulateBulk({ trace: umts, duration_s: 60, config: { target_delay_min_packets: 0 } });
+    const on = simulateBulk({ trace: umts, duration_s: 60 });
+    expect(on.utilization).toBeGreaterThan(off.utilization + 0.01);
+    expect(on.queuing_delay_ms.p95).toBeLessThan(250);
+  });
+
+  it("on a fast recorded trace (NYC LTE taxi, about 23 Mbit/s) it never acts: the same run", () => {
+    const taxi = trace("4G/nyc2019-unknownop-lte-taxi-1.mahi");
+    const off = simulateBulk({ trace: taxi, duration_s: 30, config: { target_delay_min_packets: 0 } });
+    const on = simulateBulk({ trace: taxi, duration_s: 30 });
+    expect(on.utilization).toBe(off.utilization);
+    expect(on.queuing_delay_ms.p95).toBe(off.queuing_delay_ms.p95);
+  });
+
+  it("flows sharing a queue: the slower flow holds the longer Td, so it also equalises shares (5 flows on 6 Mbit/s, no additive increase)", () => {
+    // Measured: Jain 0.79 without the floor (sim/shared.test.ts, the additive increase's test), 1.000
+    // with it. Its price: the shared queue holds about n packets per flow (the shipped 5 flows p95 79 -> 101 ms).
+    const run = (target_delay_min_packets: number) =>
+      simulateShared({ trace: constantRateTrace(6e6, 1000), duration_s: 60, fair_from_s: 20, flows: Array.from({ length: 5 }, (_, i) => ({ start_s: i * 2, config: { additive_increase_mss: 0, qd_source: "raw" as const, target_delay_min_packets } })) });
+    expect(run(0).jain_index).toBeLessThan(0.85);
+    expect(run(4).jain_index).toBeGreaterThan(0.95);
   });
 });

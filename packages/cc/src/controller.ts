@@ -81,6 +81,7 @@ const PROBE_FRESH_FRAMES = 2; // frames sent after the cut grant reached the sen
 const RATE_SPAN_US = 100_000; // µs: span of one delivery-rate sample inside the max filter
 const TD_REFRESH_US = 20_000; // µs: the adaptive Td is recomputed at most this often
 const RESTART_RATE_WINDOW_US = 2_000_000; // µs: delivery rate that sizes the window after a silence
+const TD_RATE_WINDOW_US = 1_000_000; // µs: delivery rate that sizes the packet floor of Td
 const PEAK_RATE_WINDOW_US = 2_000_000; // µs: history of the peak one-RTT delivery rate (the rate estimator keeps 2 s)
 
 export class NuwaController {
@@ -104,6 +105,7 @@ export class NuwaController {
   private cum_received_bytes = 0;
   private frames = 0;
   private last_recv_us = Number.NaN;
+  private first_recv_us = Number.NaN; // receiver time of the first frame, µs
   private last_backlogged_us = Number.NEGATIVE_INFINITY;
   // RTT (RFC 6298 §2 smoothing, α = 1/8).
   private min_rtt_us = Number.POSITIVE_INFINITY;
@@ -145,7 +147,7 @@ export class NuwaController {
    *   under the additive step; the old values stay in force.
    */
   setParams(
-    p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain" | "adaptive_target_delay" | "target_delay_max_ms">>,
+    p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain" | "adaptive_target_delay" | "target_delay_max_ms" | "target_delay_min_packets">>,
   ): void {
     if (p.aggressiveness_mss !== undefined && this.config.step !== "additive") {
       throw new RangeError(`NuwaController.setParams: aggressiveness_mss (k) has no effect under step "${this.config.step}" (the window moves by θ·(g·w + a) per RTT); set multiplicative_gain, or construct the controller with step "additive" (as RL_CC does) to tune k`);
@@ -155,7 +157,7 @@ export class NuwaController {
     }
     const next = resolveConfig({ ...this.config, ...p });
     Object.assign(this.config, next);
-    if (p.target_delay_ms !== undefined || p.adaptive_target_delay !== undefined || p.target_delay_max_ms !== undefined) {
+    if (p.target_delay_ms !== undefined || p.adaptive_target_delay !== undefined || p.target_delay_max_ms !== undefined || p.target_delay_min_packets !== undefined) {
       this.td_refreshed_us = Number.NEGATIVE_INFINITY; // recomputed at the next frame
       this.td_ms = this.config.target_delay_ms;
     }
@@ -163,18 +165,27 @@ export class NuwaController {
 
   /**
    * Td in force at receiver time `now_us`, ms: the configured Td, plus, when adaptive, the
-   * `link_wait_quantile` of the link's own waits (waits.ts), at most `target_delay_max_ms`.
+   * `link_wait_quantile` of the link's own waits (waits.ts); at least `target_delay_min_packets`
+   * packets at the flow's delivery rate (mean over the last second, once a second of data has been
+   * read); at most `target_delay_max_ms`. Recomputed at most every 20 ms.
    * Derivation (docs/DESIGN.md §3 "Adaptive Td"): the rule holds Qd near Td; a frame's Qd is the
    * standing queue S plus the link's own wait W, so Td = Td₀ + median(W) holds S near Td₀ on any
    * link, where a fixed Td below W's spread cuts the window on non-congestive waits and starves.
+   * The packet floor (docs/DESIGN.md §3 "Td in packets"): the queue the rule holds is Td × the rate
+   * the link serves us, so n packets need Td ≥ n · MSS · 8 ÷ rate.
    */
   private targetDelayMs(now_us: number): number {
     const c = this.config;
-    if (!c.adaptive_target_delay) return c.target_delay_ms;
+    if (!c.adaptive_target_delay && c.target_delay_min_packets === 0) return c.target_delay_ms;
     if (now_us - this.td_refreshed_us >= TD_REFRESH_US) {
       this.td_refreshed_us = now_us;
-      const wait_ms = this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
-      this.td_ms = Math.min(c.target_delay_max_ms, c.target_delay_ms + wait_ms);
+      let td_ms = c.target_delay_ms;
+      if (c.adaptive_target_delay) td_ms += this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
+      if (c.target_delay_min_packets > 0 && now_us - this.first_recv_us >= TD_RATE_WINDOW_US) {
+        const rate_bps = this.rate.rateBps(now_us, TD_RATE_WINDOW_US);
+        if (rate_bps > 0) td_ms = Math.max(td_ms, (c.target_delay_min_packets * c.mss_bytes * 8 * 1000) / rate_bps); // ms of n packets at the rate
+      }
+      this.td_ms = Math.min(c.target_delay_max_ms, td_ms);
     }
     return this.td_ms;
   }
@@ -204,6 +215,7 @@ export class NuwaController {
     this.frames++;
     this.cum_received_bytes += size_bytes;
     this.rate.onBytes(recv_time_us, size_bytes);
+    if (Number.isNaN(this.first_recv_us)) this.first_recv_us = recv_time_us;
     const gap_us = Number.isNaN(this.last_recv_us) ? Number.POSITIVE_INFINITY : recv_time_us - this.last_recv_us;
     this.last_recv_us = recv_time_us;
     this.raw_qd_ms = s.queuing_delay_us / 1000;
