@@ -32,15 +32,21 @@ export interface NuwaConfig {
   target_delay_max_ms: number;
   /**
    * Td in force is at least this many packets (`mss_bytes` each) of the link's time at the flow's
-   * own delivery rate, mean over the last second: max(Td, n · MSS · 8 ÷ rate), at most
-   * `target_delay_max_ms`; 0 turns it off. A window-clocked flow keeps a link busy across its
+   * own delivery rate, mean over the last second: max(Td, min(n · MSS · 8 ÷ rate,
+   * `target_delay_min_packets_max_factor` × Td)), at most `target_delay_max_ms`; 0 (the default) turns
+   * it off. A window-clocked flow keeps a link busy across its
    * delivery jitter only with packets standing in the queue, and a fixed Td in ms holds fewer of
    * them the slower the link (25 ms at 2 Mbit/s is 5 packets, at 0.5 Mbit/s 1.3): on 3G the link's
-   * bursts find the queue empty. Counted in packets, the floor costs no delay above 1.5 Mbit/s at
-   * n = 4 (BBR's minimum pipe of 4 packets plays the same role for its window:
-   * draft-ietf-ccwg-bbr §5.6.4.2 "BBRMinPipeCwnd"). Until a second of data has been read, Td.
+   * bursts find the queue empty. Counted in packets, the floor costs no delay above 2.3 Mbit/s at
+   * n = 6 (the measured setting). Until a second of data has been read, Td. Source: docs/DESIGN.md §3 "Td in packets".
    */
   target_delay_min_packets: number;
+  /**
+   * The packet floor raises Td at most to this multiple of `target_delay_ms` (≥ 1). Below n packets
+   * per that time (n = 6, factor 2: under 1.15 Mbit/s) the link is slow enough that a longer queue
+   * mostly waits through its dark spells; the one-frame window floor governs there (issue 14).
+   */
+  target_delay_min_packets_max_factor: number;
   /** Quantile of the link's own waits added to Td, in [0, 1]. */
   link_wait_quantile: number;
   /** Sensitivity ρ, ms: the tanh input is (Td − Qd)/ρ (nuwa-icpads Eq. 2). */
@@ -153,11 +159,13 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // → 317 ms, Jain 0.955.)
   adaptive_target_delay: false,
   target_delay_max_ms: 200, // ms
-  // 4 (forty-fourth session): simulated on the 18 dev traces, UMTS utilization 0.941 → 0.957 and NYC 3G
-  // subway-cross 0.950 → 0.959, no trace lower, p95 within issue 14's bound wherever it was (HSDPA bus
-  // 40 → 68 ms, bound 233); simulated video (`./nuwa video-sim`) mean QoE 3.79 → 3.98, rebuffering 1.85
-  // → 1.54 s; shared links: 5 flows on 6 Mbit/s p95 55 → 78 ms, Jain 0.993 → 1.000 (docs/BENCHMARKS.md).
-  target_delay_min_packets: 4, // packets
+  // Off by default (forty-fourth session; docs/DESIGN.md §3 "Td in packets"). Measured at 6 packets, at most
+  // 2 × Td: end to end on the 18 dev traces UMTS utilization 0.928 → 0.947 (0.96× Cubic), NYC LTE walking-3201711
+  // 0.793 → 0.809, no trace lower by more than a run's spread; its prices: UMTS's p95 over all packets 329–380 →
+  // 447–516 ms (issue 14's near-dark bound is 500), HSDPA p95 +20–28 ms, and where Nuwa flows share a queue
+  // each holds n packets (simulated, 5 flows on 6 Mbit/s p95 79 → 131 ms). A page alone on its link turns it on.
+  target_delay_min_packets: 0, // packets
+  target_delay_min_packets_max_factor: 2, // × target_delay_ms
   link_wait_quantile: 0.5,
   sensitivity_ms: 15, // ms
   // On (forty-first session; measured in the fortieth and left opt-in then): constant 10 Mbit/s at 50/100
@@ -217,6 +225,7 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   check(typeof c.adaptive_target_delay === "boolean", "adaptive_target_delay", "must be a boolean", c.adaptive_target_delay);
   check(finite("target_delay_max_ms") && c.target_delay_max_ms >= c.target_delay_ms && c.target_delay_max_ms <= 10_000, "target_delay_max_ms", "must be in [target_delay_ms, 10000] ms", c.target_delay_max_ms);
   check(finite("target_delay_min_packets") && c.target_delay_min_packets >= 0 && c.target_delay_min_packets <= 1000, "target_delay_min_packets", "must be in [0, 1000] packets", c.target_delay_min_packets);
+  check(finite("target_delay_min_packets_max_factor") && c.target_delay_min_packets_max_factor >= 1 && c.target_delay_min_packets_max_factor <= 100, "target_delay_min_packets_max_factor", "must be in [1, 100] (× target_delay_ms)", c.target_delay_min_packets_max_factor);
   check(finite("link_wait_quantile") && c.link_wait_quantile >= 0 && c.link_wait_quantile <= 1, "link_wait_quantile", "must be in [0, 1]", c.link_wait_quantile);
   positive("sensitivity_ms");
   check(typeof c.qd_prediction === "boolean", "qd_prediction", "must be a boolean", c.qd_prediction);

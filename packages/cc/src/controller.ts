@@ -147,7 +147,7 @@ export class NuwaController {
    *   under the additive step; the old values stay in force.
    */
   setParams(
-    p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain" | "adaptive_target_delay" | "target_delay_max_ms" | "target_delay_min_packets">>,
+    p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain" | "adaptive_target_delay" | "target_delay_max_ms" | "target_delay_min_packets" | "target_delay_min_packets_max_factor">>,
   ): void {
     if (p.aggressiveness_mss !== undefined && this.config.step !== "additive") {
       throw new RangeError(`NuwaController.setParams: aggressiveness_mss (k) has no effect under step "${this.config.step}" (the window moves by θ·(g·w + a) per RTT); set multiplicative_gain, or construct the controller with step "additive" (as RL_CC does) to tune k`);
@@ -157,7 +157,7 @@ export class NuwaController {
     }
     const next = resolveConfig({ ...this.config, ...p });
     Object.assign(this.config, next);
-    if (p.target_delay_ms !== undefined || p.adaptive_target_delay !== undefined || p.target_delay_max_ms !== undefined || p.target_delay_min_packets !== undefined) {
+    if (p.target_delay_ms !== undefined || p.adaptive_target_delay !== undefined || p.target_delay_max_ms !== undefined || p.target_delay_min_packets !== undefined || p.target_delay_min_packets_max_factor !== undefined) {
       this.td_refreshed_us = Number.NEGATIVE_INFINITY; // recomputed at the next frame
       this.td_ms = this.config.target_delay_ms;
     }
@@ -167,7 +167,8 @@ export class NuwaController {
    * Td in force at receiver time `now_us`, ms: the configured Td, plus, when adaptive, the
    * `link_wait_quantile` of the link's own waits (waits.ts); at least `target_delay_min_packets`
    * packets at the flow's delivery rate (mean over the last second, once a second of data has been
-   * read); at most `target_delay_max_ms`. Recomputed at most every 20 ms.
+   * read), that floor at most `target_delay_min_packets_max_factor` × Td; at most
+   * `target_delay_max_ms`. Recomputed at most every 20 ms.
    * Derivation (docs/DESIGN.md §3 "Adaptive Td"): the rule holds Qd near Td; a frame's Qd is the
    * standing queue S plus the link's own wait W, so Td = Td₀ + median(W) holds S near Td₀ on any
    * link, where a fixed Td below W's spread cuts the window on non-congestive waits and starves.
@@ -183,7 +184,8 @@ export class NuwaController {
       if (c.adaptive_target_delay) td_ms += this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
       if (c.target_delay_min_packets > 0 && now_us - this.first_recv_us >= TD_RATE_WINDOW_US) {
         const rate_bps = this.rate.rateBps(now_us, TD_RATE_WINDOW_US);
-        if (rate_bps > 0) td_ms = Math.max(td_ms, (c.target_delay_min_packets * c.mss_bytes * 8 * 1000) / rate_bps); // ms of n packets at the rate
+        const floor_ms = (c.target_delay_min_packets * c.mss_bytes * 8 * 1000) / rate_bps; // ms of n packets at the rate
+        if (rate_bps > 0) td_ms = Math.max(td_ms, Math.min(floor_ms, c.target_delay_min_packets_max_factor * c.target_delay_ms));
       }
       this.td_ms = Math.min(c.target_delay_max_ms, td_ms);
     }
