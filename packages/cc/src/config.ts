@@ -33,12 +33,12 @@ export interface NuwaConfig {
   /**
    * Td in force is at least this many packets (`mss_bytes` each) of the link's time at the flow's
    * own delivery rate, mean over the last second: max(Td, min(n · MSS · 8 ÷ rate,
-   * `target_delay_min_packets_max_factor` × Td)), at most `target_delay_max_ms`; 0 (the default) turns
-   * it off. A window-clocked flow keeps a link busy across its
-   * delivery jitter only with packets standing in the queue, and a fixed Td in ms holds fewer of
-   * them the slower the link (25 ms at 2 Mbit/s is 5 packets, at 0.5 Mbit/s 1.3): on 3G the link's
-   * bursts find the queue empty. Counted in packets, the floor costs no delay above 2.3 Mbit/s at
-   * n = 6 (the measured setting). Until a second of data has been read, Td. Source: docs/DESIGN.md §3 "Td in packets".
+   * `target_delay_min_packets_max_factor` × Td)), at most `target_delay_max_ms`; 0 (the default)
+   * turns it off. A window-clocked flow keeps a link busy across its delivery jitter only with
+   * packets standing in the queue, and a fixed Td in ms holds fewer of them the slower the link
+   * (25 ms at 2 Mbit/s is 5 packets, at 0.5 Mbit/s 1.3): on 3G the link's bursts find the queue
+   * empty. Counted in packets, the floor costs no delay above 2.3 Mbit/s at n = 6 (the measured
+   * setting). Until a second of data has been read, Td. Source: docs/DESIGN.md §3 "Td in packets".
    */
   target_delay_min_packets: number;
   /**

@@ -184,8 +184,10 @@ export class NuwaController {
       if (c.adaptive_target_delay) td_ms += this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
       if (c.target_delay_min_packets > 0 && now_us - this.first_recv_us >= TD_RATE_WINDOW_US) {
         const rate_bps = this.rate.rateBps(now_us, TD_RATE_WINDOW_US);
-        const floor_ms = (c.target_delay_min_packets * c.mss_bytes * 8 * 1000) / rate_bps; // ms of n packets at the rate
-        if (rate_bps > 0) td_ms = Math.max(td_ms, Math.min(floor_ms, c.target_delay_min_packets_max_factor * c.target_delay_ms));
+        if (rate_bps > 0) {
+          const floor_ms = (c.target_delay_min_packets * c.mss_bytes * 8 * 1000) / rate_bps; // ms of n packets at the rate
+          td_ms = Math.max(td_ms, Math.min(floor_ms, c.target_delay_min_packets_max_factor * c.target_delay_ms));
+        }
       }
       this.td_ms = Math.min(c.target_delay_max_ms, td_ms);
     }
