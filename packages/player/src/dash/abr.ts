@@ -372,7 +372,11 @@ export interface NuwaMpcOptions {
    */
   deep_from_s?: number;
   deep_max_error?: number;
-  /** Buffer the plan should end its horizon with, s, and its charge (MpcInput `reserve_s`, `reserve_weight`; default none). */
+  /**
+   * Buffer the plan should end its horizon with, s, and its charge per second short in units of the
+   * rebuffer penalty (MpcInput `reserve_s`, `reserve_weight`; defaults MPC_DEFAULTS.reserve_s, 10 s, capped
+   * at a third of `buffer_cap_s`, and .reserve_weight, 0.5; `reserve_s: 0` turns it off).
+   */
   reserve_s?: number;
   reserve_weight?: number;
   /**
@@ -446,6 +450,9 @@ export function decideMpc(
   const wait_s = standingWaitS(src);
   if (!(rob.kbps > 0)) return { rep: sorted[0]!, budget_kbps: 0, why: "mpc: no throughput figure yet: lowest rung", predicted_kbps: rob.predicted_kbps };
   const recent_kbps = history.samples.map((s) => s.bitrate_kbps);
+  const buffer_cap_s = o.buffer_cap_s ?? MPC_DEFAULTS.buffer_cap_s;
+  // the terminal buffer reserve (MPC_DEFAULTS.reserve_s), never over a third of the buffer the player keeps
+  const reserve_s = Math.min(o.reserve_s ?? MPC_DEFAULTS.reserve_s, buffer_cap_s / 3);
   const hysteresis = { down_switch_margin: o.down_switch_margin ?? MPC_DEFAULTS.down_switch_margin, up_hold_segments: o.up_hold_segments ?? MPC_DEFAULTS.up_hold_segments };
   const plan = mpcHysteresis({
     ladder_kbps: ladder,
@@ -456,17 +463,17 @@ export function decideMpc(
     segment_s: seg_s,
     rtt_s: rtt_s + wait_s,
     horizon,
-    buffer_cap_s: o.buffer_cap_s ?? MPC_DEFAULTS.buffer_cap_s,
+    buffer_cap_s,
     startup: history.samples.length === 0,
     sustain_kbps: o.sustain_on_predicted_from_s !== undefined && buffer_s >= o.sustain_on_predicted_from_s && rob.predicted_kbps > rob.kbps ? rob.predicted_kbps : undefined,
-    reserve_s: o.reserve_s,
-    reserve_weight: o.reserve_weight,
+    reserve_s,
+    reserve_weight: o.reserve_weight ?? MPC_DEFAULTS.reserve_weight,
   }, recent_kbps, hysteresis);
   return {
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,
     predicted_kbps: rob.predicted_kbps,
-    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}${plan.held ? ` (kept by the switch hysteresis: ${plan.held === "up_hold" ? "up-switch hold" : "down-switch margin"})` : ""}${wait_s > 0 ? `, each request waits ${wait_s.toFixed(2)} s behind the queue` : ""}`,
+    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}${reserve_s > 0 ? ` (reserve ${reserve_s.toFixed(1)} s)` : ""}${plan.held ? ` (kept by the switch hysteresis: ${plan.held === "up_hold" ? "up-switch hold" : "down-switch margin"})` : ""}${wait_s > 0 ? `, each request waits ${wait_s.toFixed(2)} s behind the queue` : ""}`,
   };
 }
 

@@ -79,6 +79,36 @@ describe("mpcPlan (RobustMPC search)", () => {
     expect(mpcPlan({ ...deep, sustain_kbps: 5000 }).rung).toBe(5);
   });
 
+  it("the shipped terminal reserve: on by default in decideMpc, a third of a smaller buffer cap at most, off with reserve_s 0; bad values are refused", () => {
+    // A link the estimate puts at 5 Mbit/s (two 1850 kbit/s segments measured at 5 and 4.5 Mbit/s):
+    // RobustMPC over the horizon alone goes up to 4300 at once, on 4 s of buffer, where one
+    // outage longer than that stalls (AT&T LTE driving's 10 s outage end to end: the MPC held
+    // 6000 kbit/s on 3.3–4.8 s of buffer and stalled 1–9 s a run; forty-fifth session). With the
+    // shipped reserve it first builds the buffer at 1850, and goes up once it holds about 8 s.
+    const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
+    const controller = { minRttSampleUs: 50_000, rawQueuingDelayMs: 20, targetDelayInForceMs: 25, estimate: () => ({ busy_rate_bps: 5e6, peak_rtt_rate_bps: Number.NaN }) };
+    const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
+    const decide = (buffer_s: number, o: Partial<NuwaMpcOptions>) => {
+      const h = new MpcHistory();
+      for (const f of [1, 0.9]) h.add({ bytes: 462_500, duration_s: (462_500 * 8) / (5e6 * f) + 0.05, bitrate_kbps: 1850, segment_s: 2, predicted_kbps: 5000 });
+      return decideMpc(src, reps, 5000, "busy_period", buffer_s, h, { history: () => h, ...o });
+    };
+    expect(decide(4, { reserve_s: 0 }).rep.bitrateInKbit).toBe(4300);
+    expect(decide(4, {}).rep.bitrateInKbit).toBe(1850);
+    expect(decide(8, {}).rep.bitrateInKbit).toBe(4300);
+    expect(decide(4, { reserve_s: MPC_DEFAULTS.reserve_s, reserve_weight: MPC_DEFAULTS.reserve_weight }).rep.bitrateInKbit).toBe(1850);
+    // a player that keeps 6 s of buffer plans toward 2 s at most, not 10 s it can never hold
+    expect(decide(4, { buffer_cap_s: 6 }).why).toContain("(reserve 2.0 s)");
+    expect(decide(4, {}).why).toContain("(reserve 10.0 s)");
+    expect(decide(4, { reserve_s: 0 }).why).not.toContain("reserve");
+    // bad reserves are refused, by mpcPlan and so by every caller
+    const i = input({ throughput_kbps: 3000, buffer_s: 4, last_rung: 4, horizon: 3 });
+    for (const bad of [{ reserve_s: -1 }, { reserve_s: Number.NaN }, { reserve_s: Number.POSITIVE_INFINITY }, { reserve_weight: -0.5 }, { reserve_weight: Number.NaN }]) {
+      expect(() => mpcPlan({ ...i, ...bad })).toThrow(RangeError);
+      expect(() => bruteForcePlan({ ...i, ...bad })).toThrow(RangeError);
+    }
+  });
+
   it("charges rebuffering and switches as Pensieve's QoE_lin", () => {
     const i = input({ throughput_kbps: 1000, buffer_s: 1 });
     // 8000 kbit/s × 2 s = 2 MB at 1 Mbit/s: 16 s + RTT, 15.05 s of stall beyond the 1 s buffer.
@@ -304,12 +334,13 @@ describe("robustThroughputKbps and MpcHistory", () => {
     // session): 1,210 kbit/s, 7.5 s of buffer, the last frame's queuing delay 1,687 ms; it took
     // 1200 kbit/s and stalled 7.7 s when the link dipped behind the competitor's queue
     const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
-    const decide = (qd_ms: number) => {
+    // one factor, the standing wait: the run's MPC had no terminal reserve (reserve_s: 0; its default now, below)
+    const decide = (qd_ms: number, reserve: { reserve_s?: number } = { reserve_s: 0 }) => {
       const h = new MpcHistory();
       h.add({ bytes: 304_000, duration_s: 3.5, bitrate_kbps: 1200, segment_s: 2, predicted_kbps: Number.NaN }); // past start-up, at 1200 kbit/s
       const controller = { minRttSampleUs: 50_000, rawQueuingDelayMs: qd_ms, targetDelayInForceMs: 25, estimate: () => ({ busy_rate_bps: 1.21e6, peak_rtt_rate_bps: Number.NaN }) };
       const src = { controller: () => controller, now_us: () => 0 } as unknown as EstimateSource;
-      return decideMpc(src, reps, 1210, "busy_period", 7.5, h, { history: () => h });
+      return decideMpc(src, reps, 1210, "busy_period", 7.5, h, { history: () => h, ...reserve });
     };
     expect(standingWaitS({ controller: () => null, now_us: () => 0 })).toBe(0);
     const own = decide(20); // our own queue, below Td: nothing added
@@ -337,6 +368,26 @@ describe("robustThroughputKbps and MpcHistory", () => {
       startup: false,
     });
     expect(behind.rep.bitrateInKbit).toBe(LADDER[plan.rung]);
+    // with the shipped terminal reserve (MPC_DEFAULTS.reserve_s) the same state builds buffer
+    // instead: 7.5 s is under the 10 s reserve at 1200 kbit/s on a 1.2 Mbit/s link, so 750, the rung
+    // whose downloads grow the buffer (the run stalled 7.7 s at 1200)
+    const shipped = decide(20, {});
+    expect(shipped.rep.bitrateInKbit).toBe(750);
+    const withReserve = bruteForcePlan({
+      ladder_kbps: LADDER,
+      last_rung: 2,
+      buffer_s: 7.5,
+      throughput_kbps: rob.kbps,
+      segment_bytes: LADDER.map((k) => (k * 1000 * 2 * h.sizeRatio()) / 8),
+      segment_s: 2,
+      rtt_s: 0.05,
+      horizon: MPC_DEFAULTS.horizon,
+      buffer_cap_s: MPC_DEFAULTS.buffer_cap_s,
+      startup: false,
+      reserve_s: MPC_DEFAULTS.reserve_s,
+      reserve_weight: MPC_DEFAULTS.reserve_weight,
+    });
+    expect(shipped.rep.bitrateInKbit).toBe(LADDER[withReserve.rung]);
   });
 
   it("dash.js's rules fed Nuwa's estimate get what the flow can fetch (capacity × measured share), not the raw capacity", () => {
