@@ -355,25 +355,7 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const h = new MpcHistory();
     h.add({ bytes: 304_000, duration_s: 3.5, bitrate_kbps: 1200, segment_s: 2, predicted_kbps: Number.NaN });
     const rob = robustThroughputKbps(1210, "busy_period", h, 0.05);
-    const plan = bruteForcePlan({
-      ladder_kbps: LADDER,
-      last_rung: 2,
-      buffer_s: 7.5,
-      throughput_kbps: rob.kbps,
-      segment_bytes: LADDER.map((k) => (k * 1000 * 2 * h.sizeRatio()) / 8),
-      segment_s: 2,
-      rtt_s: 0.05 + 1.662,
-      horizon: MPC_DEFAULTS.horizon,
-      buffer_cap_s: MPC_DEFAULTS.buffer_cap_s,
-      startup: false,
-    });
-    expect(behind.rep.bitrateInKbit).toBe(LADDER[plan.rung]);
-    // with the shipped terminal reserve (MPC_DEFAULTS.reserve_s) the same state builds buffer
-    // instead: 7.5 s is under the 10 s reserve at 1200 kbit/s on a 1.2 Mbit/s link, so 750, the rung
-    // whose downloads grow the buffer (the run stalled 7.7 s at 1200)
-    const shipped = decide(20, {});
-    expect(shipped.rep.bitrateInKbit).toBe(750);
-    const withReserve = bruteForcePlan({
+    const state: MpcInput = {
       ladder_kbps: LADDER,
       last_rung: 2,
       buffer_s: 7.5,
@@ -384,9 +366,15 @@ describe("robustThroughputKbps and MpcHistory", () => {
       horizon: MPC_DEFAULTS.horizon,
       buffer_cap_s: MPC_DEFAULTS.buffer_cap_s,
       startup: false,
-      reserve_s: MPC_DEFAULTS.reserve_s,
-      reserve_weight: MPC_DEFAULTS.reserve_weight,
-    });
+    };
+    const plan = bruteForcePlan({ ...state, rtt_s: 0.05 + 1.662 });
+    expect(behind.rep.bitrateInKbit).toBe(LADDER[plan.rung]);
+    // with the shipped terminal reserve (MPC_DEFAULTS.reserve_s) the same state builds buffer
+    // instead: 7.5 s is under the 10 s reserve at 1200 kbit/s on a 1.2 Mbit/s link, so 750, the rung
+    // whose downloads grow the buffer (the run stalled 7.7 s at 1200)
+    const shipped = decide(20, {});
+    expect(shipped.rep.bitrateInKbit).toBe(750);
+    const withReserve = bruteForcePlan({ ...state, reserve_s: MPC_DEFAULTS.reserve_s, reserve_weight: MPC_DEFAULTS.reserve_weight });
     expect(shipped.rep.bitrateInKbit).toBe(LADDER[withReserve.rung]);
   });
 
