@@ -34,7 +34,7 @@ let stopping = false;
 const status = document.getElementById("status")!;
 
 /** The ladder's schemes as attachNuwa options (old names: cubic = dashjs, observe = nuwa_cubic). */
-const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "estimate_smoothing" | "estimate_share" | "estimate_sample" | "mpc" | "fetch_ahead">> = {
+const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "estimate_smoothing" | "estimate_share" | "estimate_sample" | "mpc" | "fetch_ahead" | "abandon">> = {
   dashjs: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   cubic: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
@@ -48,6 +48,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   nuwa_nohyst: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { down_switch_margin: 0, up_hold_segments: 1 } },
   nuwa_ahead: { mode: "control", abr: "nuwa", estimate: "nuwa", fetch_ahead: "standing" },
   nuwa_noreserve: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { reserve_s: 0 } },
+  nuwa_abandon: { mode: "control", abr: "nuwa", estimate: "nuwa", abandon: true },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };

@@ -277,6 +277,17 @@ def test_replay_first_detection_of_a_standing_queue(tmp_path: Path,
     assert first_detection(grants, RuleConfig(queue_floor_ms=200)) == (None, {})
     assert main([str(tmp_path), "--first"]) == 0
     assert "first detection: this rule at 5." in capsys.readouterr().out
+    # The same grants as a `./nuwa play --competitor ... --switch rule` run keeps them (server/,
+    # the switches in events.jsonl): times from the first grant, the run's switch at 6 s.
+    play = tmp_path / "play"
+    (play / "server" / "s1").mkdir(parents=True)
+    (play / "server" / "s1" / "grants.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    (play / "server" / "s1" / "events.jsonl").write_text(
+        json.dumps({"event": "switch", "t_us": t0 + 6_000_000, "to_mode": "sender"}) + "\n")
+    assert main([str(play), "--first"]) == 0
+    out = capsys.readouterr().out
+    assert "first detection: this rule at 5." in out and "the run at 6.0 s" in out, out
 
 
 def test_replay_probes_of_a_play_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -502,6 +502,34 @@ def test_a_lone_flows_outage_recorded_end_to_end_is_no_evidence() -> None:
     assert replay_inputs(path) == []
 
 
+def test_the_evidence_count_keeps_a_lone_umts_flow_from_switching() -> None:
+    """The rule's inputs recorded end to end (lone Nuwa, T-Mobile UMTS driving, 1000 packets,
+    60 s bulk, no competitor and no switching: the forty-third session's seed-2 run; 25-40 s of
+    it, where the link goes near-dark): the shipped rule (20 fresh samples in Y) never moves
+    it; with 15 or fewer it would move this lone flow to sender-driven control at about
+    34.6 s, and Cubic would then fill the queue (docs/BENCHMARKS.md, forty-sixth session: why
+    min_samples stays 20 though a competitor's first detection can wait for it)."""
+    path = Path(__file__).parent / "data" / "switch-inputs-umts-lone.txt"
+    assert replay_inputs(path) == []
+    assert replay_inputs(path, RuleConfig(min_samples=17)) == []
+    early = replay_inputs(path, RuleConfig(min_samples=15))
+    assert [m for _, m in early] == [SENDER] and 34_000 * MS <= early[0][0] <= 35_200 * MS
+
+
+def test_a_competitors_first_detection_recorded_end_to_end() -> None:
+    """The rule's inputs recorded end to end next to a Cubic download (a Nuwa video on Verizon
+    LTE short, the download from about 5 s, 1000 packets; forty-sixth session, run vzab-2;
+    0-25 s): the shipped rule detects it, but only at about 21.8 s, because the flow's window
+    at its floor reads too few frames for 20 fresh samples in Y until then; 17 would have
+    sufficed at about 11.6 s (the margin above: 15 switches the lone UMTS flow)."""
+    path = Path(__file__).parent / "data" / "switch-inputs-verizon-cubic.txt"
+    shipped = replay_inputs(path)
+    assert [m for _, m in shipped][:1] == [SENDER] and 21_000 * MS <= shipped[0][0] <= 22_500 * MS
+    seventeen = replay_inputs(path, RuleConfig(min_samples=17))
+    assert [m for _, m in seventeen][:1] == [SENDER]
+    assert 11_000 * MS <= seventeen[0][0] <= 12_300 * MS
+
+
 def test_a_standing_queue_switches_a_link_that_delivers_old_frames_late_does_not() -> None:
     """standing(): frames measured in Y that left the sender as far apart as they were read
     (a competitor's standing queue, even one that grows as Cubic's does) are evidence;

@@ -11,7 +11,11 @@ as the switcher does. A variant that would have probed earlier than the run did 
 followed past the run's own switch.
 
 ``--first`` replays the first detection instead (fortieth session): when the given rule would
-first have moved the flow to sender-driven control, against the run's own first switch.
+first have moved the flow to sender-driven control, against the run's own first switch; on a
+``./nuwa mix`` run (times on the emulator's clock) or, since the forty-sixth session, on any run
+whose Nuwa server kept ``server/*/grants.jsonl`` (``./nuwa play``, ``./nuwa bulk``, bench runs;
+times from the first grant): a lone flow's run replayed this way says whether a rule variant
+would have switched it with no competitor there.
 
 ``--probes`` replays the probes instead (session 17, "A probe next to a deep queue" in
 ``switch_policy.py``): in each probe back to receiver-driven, when the given rule would have
@@ -237,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         config = RuleConfig(**json.loads(a.config)).validate()
-        if a.probes:
+        if a.probes or (a.first and not any(a.run_dir.glob("logs-nuwa/**/grants.jsonl"))):
             grants, switches = read_sessions(a.run_dir)
+            base_ms = float(grants[0][1]["recv_time_us"]) / 1e3 if grants else 0.0
         else:
             grants, switches, base_ms = read_run(a.run_dir)
     except (OSError, ValueError, TypeError, KeyError) as e:
