@@ -1,9 +1,12 @@
-import json,glob,os,re,statistics as st
-base='/work/benchout/s45-video/runs'
+import json,glob,os,re,statistics as st,sys
+# usage: table.py [RUNS_DIR [SCHEME ...]] (default: the forty-fifth session's runs and schemes;
+# the forty-sixth's ladder: table.py /work/benchout/s46-ladder/runs dashjs dashjs_grants dashjs_nuwa_estimate nuwa)
+base=sys.argv[1] if len(sys.argv)>1 else '/work/benchout/s45-video/runs'
+schemes=sys.argv[2:] or ['dashjs','nuwa','nuwa_noreserve']
 cells={}
 for d in sorted(glob.glob(base+'/play-*')):
     name=os.path.basename(d)
-    m=re.match(r'play-(.+)-(dashjs|nuwa|nuwa_noreserve)-q1000-s1(-r\d)?$',name)
+    m=re.match(r'play-(.+)-('+'|'.join(map(re.escape,schemes))+r')-q1000-s1(-r\d)?$',name)
     if not m: continue
     f=os.path.join(d,'bench.json')
     if not os.path.exists(f): continue
@@ -12,8 +15,7 @@ for d in sorted(glob.glob(base+'/play-*')):
     cells.setdefault((m.group(1),m.group(2)),[]).append(j['metrics'])
 short={'mnwild-tmobile-5g-sa-lowband-walking-r20':'5G low-band walking','verizon-lte-short':'Verizon LTE short','tmobile-lte-short':'T-Mobile LTE short','att-lte-driving':'AT&T LTE driving','norway-hsdpa-bus-1':'Norway HSDPA bus','tmobile-umts-driving':'T-Mobile UMTS driving'}
 order=['tmobile-umts-driving','norway-hsdpa-bus-1','mnwild-tmobile-5g-sa-lowband-walking-r20','att-lte-driving','tmobile-lte-short','verizon-lte-short']
-schemes=['dashjs','nuwa','nuwa_noreserve']
-print('| trace | '+' | '.join(schemes)+' |'); print('|---|---|---|---|')
+print('| trace | '+' | '.join(schemes)+' |'); print('|---'*(len(schemes)+1)+'|')
 means={s:[] for s in schemes}; fam={}
 famof={'tmobile-umts-driving':'3G','norway-hsdpa-bus-1':'3G','att-lte-driving':'4G','tmobile-lte-short':'4G','verizon-lte-short':'4G','mnwild-tmobile-5g-sa-lowband-walking-r20':'5G'}
 for t in order:

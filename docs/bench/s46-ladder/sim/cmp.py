@@ -1,6 +1,6 @@
-import json,sys,re
+import json,os,sys,re
 cub={}
-for line in open('/work/main/docs/bench/s41-bulk/report.md'):
+for line in open(os.path.join(os.path.dirname(os.path.abspath(__file__)),'../../s41-bulk/report.md')):
     m=re.match(r'\| (\S+) \| \S+ \| [\d.]+ / \d+ / [\d.]+% \| ([\d.]+) / (\d+) / ',line)
     if m and m.group(1) not in cub: cub[m.group(1)]=(float(m.group(2)),float(m.group(3)))
 d={}

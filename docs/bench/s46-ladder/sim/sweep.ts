@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { parseMahimahiTrace, simulateBulk } from "../../main/packages/cc/src/sim/index.js";
-import { listTraces } from "../../main/e2e/src/bench.js";
+import { parseMahimahiTrace, simulateBulk } from "../../../../packages/cc/src/sim/index.ts";
+import { listTraces } from "../../../../e2e/src/bench.ts";
 const variants = JSON.parse(process.argv[2]!);
 const traces = listTraces().e2e.map((t) => ({ name: t.name, trace: parseMahimahiTrace(readFileSync(t.path, "utf8")) }));
 const out: Record<string, unknown> = {};
