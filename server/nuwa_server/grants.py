@@ -245,6 +245,9 @@ class GrantState:
     frames_paced: int = 0
     """Times the grant pacer held a frame the window allowed (a frame held and asked again
     counts again); in ``summary.json``."""
+    train_frames: int = 0
+    """Frames a packet train sent past the window (:mod:`.packet_train`); in
+    ``summary.json``."""
     _pace_tokens_bytes: float = 0.0
     _pace_time_us: int | None = None
 
@@ -454,19 +457,24 @@ class GrantState:
         self._fallback_level = level
         return level
 
-    def on_frame_written(self, frame_bytes: int, budget: WriteBudget) -> int:
+    def on_frame_written(self, frame_bytes: int, budget: WriteBudget,
+                         train_frame: bool = False) -> int:
         """Account a frame of ``frame_bytes`` written under ``budget``.
 
         Returns the outstanding bytes after writing. Counts a grant violation
-        when that exceeds the window in force plus this one frame.
+        when that exceeds the window in force plus this one frame, unless it is a packet
+        train's frame (``train_frame``, :mod:`.packet_train`: sent past the window on
+        purpose, counted in ``train_frames``).
         """
         self.bytes_written += frame_bytes
         self.frames_written += 1
+        if train_frame:
+            self.train_frames += 1
         if self._pace_time_us is not None:  # the grant pacer's charge (pace_wait_us refilled it)
             self._pace_tokens_bytes = max(-float(frame_bytes),
                                           self._pace_tokens_bytes - frame_bytes)
         outstanding_after = budget.outstanding_bytes + frame_bytes
-        if budget.window_bytes is not None and outstanding_after > (
+        if not train_frame and budget.window_bytes is not None and outstanding_after > (
             budget.window_bytes + frame_bytes
         ):
             self.grant_violations += 1

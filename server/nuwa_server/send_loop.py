@@ -11,6 +11,8 @@ stamped and handed to the transport only when it can leave at once, so its
   it again;
 * the grant-timeout fallback (:meth:`.grants.GrantState.poll_fallback`, logged
   when a level is entered);
+* a packet train's later frames (:mod:`.packet_train`, armed by the switch rule) skip the
+  next two steps: they leave back to back, one past the window each;
 * the grant rule (``--cc nuwa``, :mod:`.grants`): outstanding + frame ≤
   min(grant window, the transport's ceiling); a session it blocks waits for
   a grant or its next timeout step; when the grant allowed the frame but the
@@ -147,7 +149,10 @@ def pump(sessions: Iterable[NuwaSession], transport: FrameTransport,
             if level is not None:
                 _log_fallback(session, level, t_us)
             budget = session.grants.budget(t_us, in_flight)
-            if not budget.allows(frame_bytes, ceiling):
+            # a packet train's later frames (:mod:`.packet_train`) leave at once, past the
+            # grant's window and pacer; the transport's window and pacer still gate them
+            train_frame = session.train.bypass(t_us)
+            if not train_frame and not budget.allows(frame_bytes, ceiling):
                 window = budget.window_bytes
                 if window is not None and budget.allows(frame_bytes, window):
                     transport.window_limited()  # the grant allows it, the ceiling does not
@@ -158,7 +163,8 @@ def pump(sessions: Iterable[NuwaSession], transport: FrameTransport,
                                          or wake < result.grant_wake_us):
                     result.grant_wake_us = wake
                 continue
-            pace_us = session.grants.pace_wait_us(t_us, frame_bytes, budget, ceiling)
+            pace_us = None if train_frame else session.grants.pace_wait_us(
+                t_us, frame_bytes, budget, ceiling)
             if pace_us is not None:
                 blocked.add(session.session_id)
                 result.grant_blocked = True
@@ -172,7 +178,7 @@ def pump(sessions: Iterable[NuwaSession], transport: FrameTransport,
                 result.pacer_wake_s = pacer_wake_s
                 return result
             written, go_on = _write_frame(transport, session, stream, ftype, payload, fin,
-                                          budget, ceiling, in_flight)
+                                          budget, ceiling, in_flight, train_frame)
             result.frames += written
             progressed = True
             session.active.rotate(-1)
@@ -188,8 +194,10 @@ def pump(sessions: Iterable[NuwaSession], transport: FrameTransport,
 
 def _write_frame(transport: FrameTransport, session: NuwaSession, stream: ResponseStream,
                  ftype: FrameType, payload: bytes, fin: bool, budget: WriteBudget,
-                 ceiling_bytes: int, bytes_in_flight: int) -> tuple[bool, bool]:
-    """Stamp, write, count and log one frame. Returns (written, go on): go on is
+                 ceiling_bytes: int, bytes_in_flight: int,
+                 train_frame: bool = False) -> tuple[bool, bool]:
+    """Stamp, write, count and log one frame (``train_frame``: a packet train's frame past
+    the window, not a grant violation). Returns (written, go on): go on is
     :meth:`FrameTransport.write`'s answer; a failed write ends the stream and goes on."""
     seq = session.take_seq()
     send_time_us = now_us()
@@ -202,7 +210,8 @@ def _write_frame(transport: FrameTransport, session: NuwaSession, stream: Respon
         session.on_stream_abort(stream.stream_id, f"write_failed:{exc}")
         return False, True
     stream.commit()
-    outstanding = session.grants.on_frame_written(len(data), budget)
+    outstanding = session.grants.on_frame_written(len(data), budget, train_frame)
+    session.train.on_written(send_time_us, budget.outstanding_bytes, len(data))
     session.log.frame(seq, stream.stream_id, ftype, len(data), send_time_us, outstanding,
                       budget.window_bytes, ceiling_bytes, bytes_in_flight)
     return True, go_on

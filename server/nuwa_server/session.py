@@ -19,6 +19,7 @@ from .cmcd import parse_cmcd
 from .config import GRANT_FLOOD_CLOSE_CODE, SessionConfig, now_us
 from .content import ContentError, ContentRoot, satisfiable_range
 from .grants import FloodGuard, GrantDecision, GrantState
+from .packet_train import PacketTrain
 from .protocol import (
     MAX_REQUEST_BYTES,
     U32_MOD,
@@ -94,6 +95,8 @@ class NuwaSession:
         self.rtt_last_us: int | None = None
         self.rtt_samples = 0
         self.switches = 0
+        self.train = PacketTrain()
+        """The packet train the switch rule arms (:mod:`.packet_train`); idle otherwise."""
         self.ceiling_stats: dict[str, int | None] | None = None
         """The Cubic ceiling's counters at the close (``ceiling.stats()``; None: no ceiling)."""
         """Live controller switches of this session's connection while it was open
@@ -329,6 +332,8 @@ class NuwaSession:
             "grants_clamped": dict(g.grants_clamped),
             "grant_violations": g.grant_violations,
             "frames_paced": g.frames_paced,
+            "train": {"sent": self.train.sent, "answered": self.train.answered,
+                      "dropped": self.train.dropped, "frames": g.train_frames},
             "fallback_entries": g.fallback_entries,
             "departure": asdict(self.departure),
             "rtt_us": {"min": self.rtt_min_us, "last": self.rtt_last_us,

@@ -224,6 +224,12 @@ class RuleConfig:
             ``probe_drain_factor`` × the deepest fresh queuing delay of the last Y before
             it: the time our own bytes of that queue take to leave). None: only the first
             detection's condition ends a probe.
+        train_own_packets: the packet train's veto (module doc, "A lone flow on a near-dark
+            link"): the queue is the flow's own while the latest train answered within 2 × Y
+            found at most this many packets ahead of it that are not ours
+            (:attr:`.packet_train.TrainSample.others_packets`); trains are asked for at most
+            once per Y, once the condition holds on half its samples. None: no trains, no
+            veto.
     """
 
     floor_window_bytes: int | None = None
@@ -246,6 +252,7 @@ class RuleConfig:
     leave_ref_quantile: float = 0.5
     probe_fail_min_samples: int | None = 4
     probe_drain_factor: float = 1.5
+    train_own_packets: float | None = 4.0
 
     def validate(self) -> RuleConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -279,6 +286,9 @@ class RuleConfig:
         if self.probe_fail_min_samples is not None and self.probe_fail_min_samples < 1:
             raise ValueError(f"probe_fail_min_samples must be >= 1 or None, got "
                              f"{self.probe_fail_min_samples}")
+        if self.train_own_packets is not None and not self.train_own_packets > 0:
+            raise ValueError(f"train_own_packets must be > 0 or None, got "
+                             f"{self.train_own_packets}")
         if not self.probe_drain_factor >= 0:
             raise ValueError(f"probe_drain_factor must be >= 0, got {self.probe_drain_factor}")
         if self.leave_bin_us <= 0 or self.leave_recent_bins < 1 or self.leave_ref_bins < 1:
@@ -326,6 +336,11 @@ class RuleSwitchPolicy:
         """The last :meth:`switched` ended a probe that failed (back to sender-driven
         within the probe's span): the caller may restore the sender-driven window the probe
         set aside (:func:`.cc.switching.restore_after_probe`)."""
+        self._train: tuple[int, float] | None = None
+        """The latest packet train's answer: (t µs, packets ahead not ours)."""
+        self._train_asked_us: int | None = None
+        self.train_vetoes = 0
+        """Polls where the condition held but the latest train found the queue our own."""
 
     def observe(self, now_us: int, window_bytes: int | None = None,
                 queuing_delay_us: int | None = None, echo_us: int | None = None,
@@ -367,6 +382,40 @@ class RuleSwitchPolicy:
             self._windows.popleft()
         while self._qd and self._qd[0][0] < edge:
             self._qd.popleft()
+
+    def observe_train(self, now_us: int, others_packets: float) -> None:
+        """A packet train's answer at ``now_us``: the packets ahead of it that are not ours
+        (:attr:`.packet_train.TrainSample.others_packets`; module doc, "A lone flow on a
+        near-dark link"). The latest answer replaces the one before."""
+        self._train = (now_us, float(others_packets))
+
+    def train_due(self, now_us: int) -> bool:
+        """Whether the caller should send a packet train now: receiver-driven, trains on
+        (``train_own_packets``), none asked for in the last Y, and the condition of the
+        first detection (or of a probe's verdict, on a probe) holding on half its samples.
+        True counts as asked."""
+        c = self.config
+        if c.train_own_packets is None or self.mode != RECEIVER:
+            return False
+        if self._train_asked_us is not None and now_us - self._train_asked_us < c.hold_us:
+            return False
+        need = c.min_samples
+        if self._probing_since_us is not None and c.probe_fail_min_samples is not None:
+            need = c.probe_fail_min_samples
+        if not self._queue_stood(now_us, max(1, need // 2), veto=False):
+            return False
+        self._train_asked_us = now_us
+        return True
+
+    def own_queue(self, now_us: int) -> bool:
+        """The latest packet train, answered within 2 × Y, found at most
+        ``train_own_packets`` packets ahead of it that are not ours: the queue the samples
+        show is the flow's own (a lone flow on a slow link), not a competitor's."""
+        c = self.config
+        if c.train_own_packets is None or self._train is None:
+            return False
+        t, others = self._train
+        return now_us - t <= 2 * c.hold_us and others <= c.train_own_packets
 
     def competitor_evidence(self, now_us: int) -> bool:
         """The receiver-driven condition over the last Y (module doc)."""
@@ -415,10 +464,13 @@ class RuleSwitchPolicy:
         whether it was early (``early_probe``) with the rate and queuing-delay ratios of
         :meth:`competitor_left` when they were computed."""
         qd = [q for _, q, _ in self._qd]
+        train = {} if self._train is None else {
+            "train_others_packets": round(self._train[1], 1),
+            "train_vetoes": self.train_vetoes}
         return {"samples": len(qd), "min_ms": min(qd, default=0) / 1000,
                 "max_ms": max(qd, default=0) / 1000,
                 "send_share": round(self._send_share(), 3),
-                "stale_samples": self.stale_samples, **self._leave}
+                "stale_samples": self.stale_samples, **train, **self._leave}
 
     def competitor_left(self, now_us: int) -> bool:
         """The early probe's evidence (module doc, "The competitor left"): in sender-driven
@@ -482,14 +534,20 @@ class RuleSwitchPolicy:
             return False
         return self._queue_stood(now_us, c.probe_fail_min_samples)
 
-    def _queue_stood(self, now_us: int, min_samples: int) -> bool:
+    def _queue_stood(self, now_us: int, min_samples: int, veto: bool = True) -> bool:
         """At least ``min_samples`` fresh samples in the last Y, every one at least X,
-        covering Y (:meth:`_covers_hold`), from a standing queue (:meth:`standing`)."""
+        covering Y (:meth:`_covers_hold`), from a standing queue (:meth:`standing`), and
+        (``veto``) not found the flow's own by the latest packet train (:meth:`own_queue`)."""
         self.observe(now_us)
         qd = [q for _, q, _ in self._qd]
         if len(qd) < min_samples or min(qd) < self.config.queue_floor_ms * 1000:
             return False
-        return self._covers_hold(now_us) and self.standing(now_us)
+        if not (self._covers_hold(now_us) and self.standing(now_us)):
+            return False
+        if veto and self.own_queue(now_us):
+            self.train_vetoes += 1
+            return False
+        return True
 
     def _covers_hold(self, now_us: int) -> bool:
         """The fresh samples of the last Y leave no gap longer than max(``max_gap_us``,
@@ -564,6 +622,8 @@ class RuleSwitchPolicy:
             self._stint_reference = _reference(
                 [b for b in self._bins if 1 <= b.index < current], 1, c.leave_ref_quantile)
         self._deciding_early = False
+        self._train = None
+        self._train_asked_us = None
         self.mode = mode
         self.since_us = now_us
         self.switches += 1

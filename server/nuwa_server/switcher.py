@@ -10,6 +10,12 @@ policy (:mod:`.switch_policy`) and the controller swap (:mod:`.cc.switching`).
   Cubic with RFC 9406's slow start, :mod:`.cc.hystart`, or BBR on request), which alone
   governs.
 
+While the rule suspects a competitor it asks for a packet train (:mod:`.packet_train`) on
+every open session: their next frames leave back to back, and the grants that echo them tell
+the rule whether the queue ahead is the flow's own (``switch_policy`` module doc, "A lone
+flow on a near-dark link"; each answer is logged as a ``train`` event). The DQN policy asks
+for none.
+
 A switch swaps the controller in ``SessionConfig.switch_mode`` (unrestricted by default:
 the Cubic ceiling is a Cubic, so its W_max, epoch and window carry over exactly) and flips
 ``enforce`` on every open session of the connection (one controller per connection). A probe
@@ -116,6 +122,18 @@ class ConnectionSwitcher:
         self._cum_bytes[session.name] = decision.cum_received_bytes
         delivered = None if last is None else max(0, decision.cum_received_bytes - last)
         self.policy.observe(now_us, decision.window_bytes, qd, echo, delivered)
+        observe_train = getattr(self.policy, "observe_train", None)
+        train = getattr(session, "train", None)  # a replay's stand-in session has none
+        if observe_train is not None and train is not None and decision.grant is not None:
+            g = decision.grant
+            sample = train.on_grant(now_us, g.echo_send_time_us, g.receiver_time_us,
+                                            g.echo_hold_us, qd)
+            if sample is not None:
+                observe_train(now_us, sample.others_packets)
+                session.log.event("train", t_us=now_us, qd_us=sample.queuing_delay_us,
+                                  dispersion_per_frame_us=round(sample.dispersion_per_frame_us),
+                                  own_ahead_bytes=sample.own_ahead_bytes,
+                                  others_packets=round(sample.others_packets, 2))
 
     def poll(self, loss: QuicPacketRecovery, sessions: list[NuwaSession], now_us: int,
              peer_port: int | None) -> SwitchRecord | None:
@@ -126,6 +144,10 @@ class ConnectionSwitcher:
         self._next_poll_us = now_us + POLL_INTERVAL_US
         target = self.policy.decide(now_us)
         if target is None:
+            train_due = getattr(self.policy, "train_due", None)
+            if train_due is not None and train_due(now_us):
+                for s in sessions:
+                    s.train.arm()  # a pending train keeps its place (arm() refuses)
             return None
         why = getattr(self.policy, "evidence", None)
         evidence = why() if why is not None else None  # before switched() clears it

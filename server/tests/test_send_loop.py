@@ -182,3 +182,33 @@ def test_round_robin_over_sessions_and_streams_and_a_failed_write_ends_its_strea
         mine = [w for w in transport.writes if w[0] == stream_id]
         assert len(mine) == 4 and mine[-1][2]  # HEAD, DATA, DATA, END (FIN)
     assert result.frames == 12 and not a.active and not b.active
+
+
+def test_an_armed_packet_train_leaves_back_to_back_past_a_one_frame_window() -> None:
+    """The switch rule's packet train (nuwa_server.packet_train): at a one-frame window with
+    nothing outstanding, liveness lets one frame go; an armed train sends the next ones with
+    it at once, past the window and the grant pacer, and they are not grant violations.
+    Afterwards the window holds again (nothing more until a grant counts them)."""
+    session = _session(initial_window_bytes=12_000)
+    _bulk(session, 0, 100_000)
+    transport = ScriptedTransport()
+    pump([session], transport, PAYLOAD_BYTES)  # the initial window's frames
+    g = session.grants
+    t = now_us()
+    # everything counted, a one-frame window: liveness alone lets the next frame go
+    g.on_grant(Grant(1, 0, g.bytes_written, 1_200), t)
+    transport.writes.clear()
+    pump([session], transport, PAYLOAD_BYTES)
+    assert len(transport.writes) == 1
+    g.on_grant(Grant(2, 0, g.bytes_written, 1_200), now_us())
+    transport.writes.clear()
+    assert session.train.arm() and not session.train.arm()  # one pending at a time
+    result = pump([session], transport, PAYLOAD_BYTES)
+    assert len(transport.writes) == session.train.config.frames == 3
+    stamps = [FrameReader().feed(raw)[0].header.send_time_us for _, raw, _ in transport.writes]
+    assert stamps[-1] - stamps[0] <= session.train.config.max_send_gap_us
+    assert result.grant_blocked and g.grant_violations == 0 and g.train_frames == 2
+    assert session.train.sent == 1 and session.train.pending
+    transport.writes.clear()
+    pump([session], transport, PAYLOAD_BYTES)
+    assert transport.writes == []  # the window holds again

@@ -1,0 +1,134 @@
+"""The packet train (nuwa_server.packet_train) and the switch rule's veto on it
+(nuwa_server.switch_policy, "A lone flow on a near-dark link"): scripted sends and grants."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nuwa_server.packet_train import PacketTrain, TrainConfig
+from nuwa_server.switch_policy import SENDER, RuleConfig, RuleSwitchPolicy
+
+pytestmark = pytest.mark.cpu
+
+MS = 1000
+FRAME = 1220
+
+
+def _send(train: PacketTrain, t0: int, own_ahead: int = 0) -> list[int]:
+    """Arm and write a whole train from t0 (frames 100 µs apart); returns the stamps."""
+    assert train.arm()
+    stamps = [t0 + 100 * i for i in range(train.config.frames)]
+    for i, s in enumerate(stamps):
+        if i:
+            assert train.bypass(s)
+        train.on_written(s, own_ahead + i * FRAME, FRAME)
+    assert not train.bypass(stamps[-1] + 1)
+    return stamps
+
+
+def test_a_lone_near_dark_link_shows_its_own_queue() -> None:
+    """Alone on a link serving a frame per ~200 ms: the first frame waited 250 ms (one
+    service time and a bit), the train's frames were read 200 ms apart: about one packet
+    ahead, none of them someone else's."""
+    tr = PacketTrain()
+    s = _send(tr, 1_000_000)
+    rx = 5_000_000  # the receiver's clock: any offset
+    assert tr.on_grant(1_400_000, s[0], rx + 3 * MS, 3 * MS, 250 * MS) is None
+    assert tr.on_grant(1_600_000, s[1], rx + 200 * MS, 0, 450 * MS) is None
+    sample = tr.on_grant(1_800_000, s[2], rx + 401 * MS, 1 * MS, 650 * MS)
+    assert sample is not None
+    assert sample.dispersion_per_frame_us == pytest.approx(200 * MS)
+    assert sample.others_packets == pytest.approx(1.25)
+    assert (tr.answered, tr.dropped, tr.pending) == (1, 0, False)
+
+
+def test_a_competitors_standing_queue_shows_hundreds_of_packets() -> None:
+    """Next to a buffer filler on a 5 Mbit/s link: the train waited 600 ms behind the
+    queue, its frames read 2 ms apart: about 300 packets ahead, less our one outstanding."""
+    tr = PacketTrain()
+    s = _send(tr, 0, own_ahead=FRAME)
+    assert tr.on_grant(700 * MS, s[0], 10_000 * MS, 0, 600 * MS) is None
+    sample = tr.on_grant(703 * MS, s[2], 10_004 * MS, 0, 604 * MS)  # frame 1 not echoed alone
+    assert sample is not None and sample.others_packets == pytest.approx(300 - 1, rel=0.01)
+
+
+def test_frames_read_together_or_lost_give_no_verdict() -> None:
+    """A fast link delivers the train inside one grant interval: only the last frame is
+    echoed, so there is no dispersion to read (no verdict, counted dropped). A train whose
+    frames never come back is dropped at the timeout; one the sender could not write back to
+    back is dropped at once."""
+    tr = PacketTrain()
+    s = _send(tr, 0)
+    assert tr.on_grant(100 * MS, s[0] - 5, 0, 0, 60 * MS) is None  # an older frame: still waiting
+    assert tr.on_grant(101 * MS, s[2], 1 * MS, 0, 61 * MS) is None
+    assert (tr.answered, tr.dropped, tr.pending) == (0, 1, False)
+    s = _send(tr, 1_000 * MS)
+    assert tr.on_grant(1_000 * MS + tr.config.timeout_us + 1, s[0] - 1, 0, 0, None) is None
+    assert (tr.dropped, tr.pending) == (2, False)
+    assert tr.arm()
+    tr.on_written(5_000 * MS, 0, FRAME)
+    assert not tr.bypass(5_000 * MS + tr.config.max_send_gap_us + 1)  # the data came too late
+    assert (tr.dropped, tr.pending) == (3, False)
+    with pytest.raises(ValueError, match="frames"):
+        TrainConfig(frames=1).validate()
+
+
+def _replay(path: Path, config: RuleConfig | None,
+            answer: Callable[[int], tuple[int, float]]) -> tuple[list[tuple[int, str]], int]:
+    """Replay recorded rule inputs (test_monitor.replay_inputs' format), asking every 50 ms;
+    when the rule asks for a train, ``answer(t)`` gives (answer time, others_packets).
+    Returns the switches and the trains asked for."""
+    rows: list[tuple[int, int | None, int | None, int | None]] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        t, w, qd, echo = (None if x == "None" else int(x) for x in line.split())
+        assert t is not None
+        rows.append((t, w, qd, echo))
+    p = RuleSwitchPolicy(rows[0][0], config)
+    out: list[tuple[int, str]] = []
+    due: list[tuple[int, float]] = []
+    poll, asked = rows[0][0], 0
+    for t, w, qd, echo in rows:
+        while poll <= t:
+            while due and due[0][0] <= poll:
+                p.observe_train(*due.pop(0))
+            if (d := p.decide(poll)) is not None:
+                p.switched(poll, d)
+                out.append((poll, d))
+            elif p.train_due(poll):
+                asked += 1
+                due.append(answer(poll))
+            poll += 50 * MS
+        p.observe(t, w, qd, echo)
+    return out, asked
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_lone_umts_video_is_not_switched_when_its_trains_find_its_own_queue() -> None:
+    """The recorded inputs of a lone Nuwa video on UMTS that the rule switched at 73.5 s
+    (docs/BENCHMARKS.md, forty-sixth session): the rule asks for trains before its condition
+    holds, and answers a second later that find the queue our own (1.5 packets of others:
+    the service time of our frame) keep it receiver-driven to the end. Without trains, or
+    with answers that find a competitor's queue, it switches as before."""
+    path = DATA / "switch-inputs-umts-lone-video.txt"
+    off, asked = _replay(path, RuleConfig(train_own_packets=None), lambda t: (t, 0.0))
+    assert [m for _, m in off] == [SENDER] and asked == 0
+    own, asked = _replay(path, None, lambda t: (t + 1_000_000, 1.5))
+    assert own == [] and asked >= 2
+    others, _ = _replay(path, None, lambda t: (t + 1_000_000, 200.0))
+    assert others == off
+
+
+def test_a_competitors_detection_keeps_its_time_when_trains_find_its_queue() -> None:
+    """Next to Cubic (the Verizon recording of test_monitor): trains that find hundreds of
+    packets ahead change nothing; the rule switches when it did without them."""
+    path = DATA / "switch-inputs-verizon-cubic.txt"
+    off, _ = _replay(path, RuleConfig(train_own_packets=None), lambda t: (t, 0.0))
+    on, asked = _replay(path, None, lambda t: (t + 300 * MS, 150.0))
+    assert on == off and asked >= 1 and [m for _, m in on][:1] == [SENDER]
