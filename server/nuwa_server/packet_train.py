@@ -26,8 +26,8 @@ send stamp of the latest frame read and how long the receiver held it (``echo_se
 echo_hold_us`` on the receiver's clock; differences of those need no clock offset. Frames
 read within one grant interval of each other share a grant and only the later one is echoed:
 the train's dispersion is then taken between the first and last frames that were echoed,
-and when fewer than two were (the frames were read together: a fast link) there is no
-verdict, which the rule reads as no evidence against a competitor.
+and when fewer than two were, the frames were read together (a link far faster than the
+wait: the answer is an infinite count, evidence of someone else's queue).
 
 Sans-I/O: the caller passes every time (µs, the server's CLOCK_MONOTONIC for sends and grant
 arrivals, the receiver's clock for reads).
@@ -77,12 +77,18 @@ class TrainSample:
     dispersion_per_frame_us: float
     own_ahead_bytes: int
     frame_bytes: int
+    read_together: bool = False
+    """Fewer than two of the train's frames were echoed: the receiver read them within one
+    grant interval (a fast link); ``dispersion_per_frame_us`` is then 0."""
 
     @property
     def others_packets(self) -> float:
         """Packets ahead of the train that are not ours: queuing delay ÷ dispersion per
         frame − our outstanding frames (module doc). Small alone (our own frame waited
-        about one service time), large next to a standing queue."""
+        about one service time), large next to a standing queue; infinite when the train
+        was read together."""
+        if self.read_together:
+            return float("inf")
         own = self.own_ahead_bytes / max(1, self.frame_bytes)
         return self.queuing_delay_us / max(1.0, self.dispersion_per_frame_us) - own
 
@@ -177,6 +183,10 @@ class PacketTrain:
                 sample = TrainSample(now_us, qd0, (r1 - r0) / (i1 - i0),
                                      self._own_ahead_bytes + i0 * self._frame_bytes,
                                      self._frame_bytes)
+        elif queuing_delay_us is not None:
+            # read inside one grant interval: a link far faster than the wait (module doc)
+            sample = TrainSample(now_us, queuing_delay_us, 0.0, self._own_ahead_bytes,
+                                 self._frame_bytes, read_together=True)
         self._stamps = []
         self._reads = {}
         if sample is None:

@@ -133,6 +133,28 @@ failed (the next waits double), where the old ones, lasting longer than the prob
 counted as held. The simulator's bulk flows read enough frames on a probe for the first
 detection: the verdict changes none of their runs (docs/BENCHMARKS.md, seventeenth session).
 
+**A lone flow on a near-dark link (session 47).** The floor X assumes a link that serves a
+frame well within X. On UMTS driving's near-dark stretch (12–84 kbit/s) one 1200-byte frame
+waits 115–800 ms for the link's next delivery opportunity, so a lone flow at its one-frame
+window holds every sample above X from a standing queue of its own, and only the count of 20
+fresh samples in Y kept the rule quiet; a lone video, whose stalls carry it past 60 s into the
+trace's longer dark stretch, reached 20 and was switched in 2 of 3 runs (docs/BENCHMARKS.md,
+forty-sixth session). By Little's law nothing above tells its own queue from a competitor's;
+the link's service time per packet does, and the flow can measure it: a packet train
+(:mod:`.packet_train`: three frames written back to back, read one service time apart). The
+first frame's queuing delay divided by the train's dispersion per frame counts the packets
+ahead of it, less our own outstanding ones: about one alone on a slow link (our frame waited
+for one opportunity), tens to hundreds next to a buffer filler (a 600 ms queue at 5 Mbit/s is
+about 300 packets). So once the condition holds on half its samples (the flow is suspect:
+``train_due``), the rule asks for a train at most once per Y, and while the latest answer of
+the last 2 × Y found at most ``train_own_packets`` (4) packets of others, the queue is ours
+and the condition does not hold (``own_queue``). A train read inside one grant interval (a
+fast link) gives no answer, which counts as no evidence against a competitor: the veto can only
+keep a flow receiver-driven on a link too slow to serve our own frame within X, never make it
+switch. A pair would read a clumped cellular link's burst rate instead of its rate (the
+natural pairs of the forty-sixth session: 8–296 ms apart on the same dark link), hence three
+frames. The cost: two frames beyond the one-frame window once per Y while suspect.
+
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
 """
@@ -336,9 +358,16 @@ class RuleSwitchPolicy:
         """The last :meth:`switched` ended a probe that failed (back to sender-driven
         within the probe's span): the caller may restore the sender-driven window the probe
         set aside (:func:`.cc.switching.restore_after_probe`)."""
-        self._train: tuple[int, float] | None = None
-        """The latest packet train's answer: (t µs, packets ahead not ours)."""
+        self._trains: deque[tuple[int, float]] = deque()
+        """Packet trains' answers of the last 2 × Y: (t µs, packets ahead not ours)."""
         self._train_asked_us: int | None = None
+        self._unverified_since_us: int | None = None
+        """When the condition first held with no train answer to check it against."""
+        self.takes_trains = False
+        """The caller sends the trains :meth:`train_due` asks for and reports their answers
+        (the server's switcher): only then does the condition wait for an answer
+        (:meth:`_unverified`). A caller without trains (a replay, a test) gets the rule
+        as it was without them."""
         self.train_vetoes = 0
         """Polls where the condition held but the latest train found the queue our own."""
 
@@ -385,9 +414,14 @@ class RuleSwitchPolicy:
 
     def observe_train(self, now_us: int, others_packets: float) -> None:
         """A packet train's answer at ``now_us``: the packets ahead of it that are not ours
-        (:attr:`.packet_train.TrainSample.others_packets`; module doc, "A lone flow on a
-        near-dark link"). The latest answer replaces the one before."""
-        self._train = (now_us, float(others_packets))
+        (:attr:`.packet_train.TrainSample.others_packets`, infinite for a train read inside
+        one grant interval; module doc, "A lone flow on a near-dark link")."""
+        self._trains.append((now_us, float(others_packets)))
+        self._trim_trains(now_us)
+
+    def _trim_trains(self, now_us: int) -> None:
+        while self._trains and now_us - self._trains[0][0] > 2 * self.config.hold_us:
+            self._trains.popleft()
 
     def train_due(self, now_us: int) -> bool:
         """Whether the caller should send a packet train now: receiver-driven, trains on
@@ -408,14 +442,28 @@ class RuleSwitchPolicy:
         return True
 
     def own_queue(self, now_us: int) -> bool:
-        """The latest packet train, answered within 2 × Y, found at most
-        ``train_own_packets`` packets ahead of it that are not ours: the queue the samples
-        show is the flow's own (a lone flow on a slow link), not a competitor's."""
+        """A packet train answered within 2 × Y found at most ``train_own_packets`` packets
+        ahead of it that are not ours: the queue the samples show is the flow's own (a lone
+        flow on a slow link), not a competitor's (module doc, "A lone flow on a near-dark
+        link")."""
         c = self.config
-        if c.train_own_packets is None or self._train is None:
+        if c.train_own_packets is None:
             return False
-        t, others = self._train
-        return now_us - t <= 2 * c.hold_us and others <= c.train_own_packets
+        self._trim_trains(now_us)
+        return any(others <= c.train_own_packets for _, others in self._trains)
+
+    def _unverified(self, now_us: int) -> bool:
+        """The condition holds with no train answered in the last 2 × Y, and it has held so
+        for less than Y: wait for the train :meth:`train_due` asks for (a competitor's
+        detection waits at most Y more; without answers, e.g. trains the transport's pacer
+        split, the rule acts as without trains)."""
+        c = self.config
+        if c.train_own_packets is None or self._trains or not self.takes_trains:
+            self._unverified_since_us = None
+            return False
+        if self._unverified_since_us is None:
+            self._unverified_since_us = now_us
+        return now_us - self._unverified_since_us < c.hold_us
 
     def competitor_evidence(self, now_us: int) -> bool:
         """The receiver-driven condition over the last Y (module doc)."""
@@ -464,8 +512,9 @@ class RuleSwitchPolicy:
         whether it was early (``early_probe``) with the rate and queuing-delay ratios of
         :meth:`competitor_left` when they were computed."""
         qd = [q for _, q, _ in self._qd]
-        train = {} if self._train is None else {
-            "train_others_packets": round(self._train[1], 1),
+        train = {} if not self._trains else {
+            "train_others_packets": [round(o, 1) if o != float("inf") else None
+                                     for _, o in self._trains],
             "train_vetoes": self.train_vetoes}
         return {"samples": len(qd), "min_ms": min(qd, default=0) / 1000,
                 "max_ms": max(qd, default=0) / 1000,
@@ -540,14 +589,15 @@ class RuleSwitchPolicy:
         (``veto``) not found the flow's own by the latest packet train (:meth:`own_queue`)."""
         self.observe(now_us)
         qd = [q for _, q, _ in self._qd]
-        if len(qd) < min_samples or min(qd) < self.config.queue_floor_ms * 1000:
-            return False
-        if not (self._covers_hold(now_us) and self.standing(now_us)):
+        if (len(qd) < min_samples or min(qd) < self.config.queue_floor_ms * 1000
+                or not (self._covers_hold(now_us) and self.standing(now_us))):
+            if veto:
+                self._unverified_since_us = None
             return False
         if veto and self.own_queue(now_us):
             self.train_vetoes += 1
             return False
-        return True
+        return not (veto and self._unverified(now_us))
 
     def _covers_hold(self, now_us: int) -> bool:
         """The fresh samples of the last Y leave no gap longer than max(``max_gap_us``,
@@ -622,8 +672,9 @@ class RuleSwitchPolicy:
             self._stint_reference = _reference(
                 [b for b in self._bins if 1 <= b.index < current], 1, c.leave_ref_quantile)
         self._deciding_early = False
-        self._train = None
+        self._trains.clear()
         self._train_asked_us = None
+        self._unverified_since_us = None
         self.mode = mode
         self.since_us = now_us
         self.switches += 1

@@ -92,6 +92,8 @@ class ConnectionSwitcher:
     def __init__(self, config: SessionConfig, now_us: int) -> None:
         self.config = config
         self.policy = make_policy(config, now_us)
+        if isinstance(self.policy, RuleSwitchPolicy):
+            self.policy.takes_trains = True  # poll() sends what train_due asks for
         self.records: list[SwitchRecord] = []
         self._next_poll_us = now_us
         self._cum_bytes: dict[str, int] = {}
@@ -133,7 +135,9 @@ class ConnectionSwitcher:
                 session.log.event("train", t_us=now_us, qd_us=sample.queuing_delay_us,
                                   dispersion_per_frame_us=round(sample.dispersion_per_frame_us),
                                   own_ahead_bytes=sample.own_ahead_bytes,
-                                  others_packets=round(sample.others_packets, 2))
+                                  read_together=sample.read_together,
+                                  others_packets=None if sample.read_together else round(
+                                      sample.others_packets, 2))
 
     def poll(self, loss: QuicPacketRecovery, sessions: list[NuwaSession], now_us: int,
              peer_port: int | None) -> SwitchRecord | None:

@@ -55,23 +55,24 @@ def test_a_competitors_standing_queue_shows_hundreds_of_packets() -> None:
     assert sample is not None and sample.others_packets == pytest.approx(300 - 1, rel=0.01)
 
 
-def test_frames_read_together_or_lost_give_no_verdict() -> None:
+def test_frames_read_together_count_as_a_fast_link_lost_or_spread_ones_as_nothing() -> None:
     """A fast link delivers the train inside one grant interval: only the last frame is
-    echoed, so there is no dispersion to read (no verdict, counted dropped). A train whose
-    frames never come back is dropped at the timeout; one the sender could not write back to
-    back is dropped at once."""
+    echoed, so there is no dispersion to read, and the answer is an infinite count (someone
+    else's queue, not ours). A train whose frames never come back is dropped at the timeout;
+    one the sender could not write back to back is dropped at once."""
     tr = PacketTrain()
     s = _send(tr, 0)
     assert tr.on_grant(100 * MS, s[0] - 5, 0, 0, 60 * MS) is None  # an older frame: still waiting
-    assert tr.on_grant(101 * MS, s[2], 1 * MS, 0, 61 * MS) is None
-    assert (tr.answered, tr.dropped, tr.pending) == (0, 1, False)
+    sample = tr.on_grant(101 * MS, s[2], 1 * MS, 0, 61 * MS)
+    assert sample is not None and sample.read_together and sample.others_packets == float("inf")
+    assert (tr.answered, tr.dropped, tr.pending) == (1, 0, False)
     s = _send(tr, 1_000 * MS)
     assert tr.on_grant(1_000 * MS + tr.config.timeout_us + 1, s[0] - 1, 0, 0, None) is None
-    assert (tr.dropped, tr.pending) == (2, False)
+    assert (tr.dropped, tr.pending) == (1, False)
     assert tr.arm()
     tr.on_written(5_000 * MS, 0, FRAME)
     assert not tr.bypass(5_000 * MS + tr.config.max_send_gap_us + 1)  # the data came too late
-    assert (tr.dropped, tr.pending) == (3, False)
+    assert (tr.dropped, tr.pending) == (2, False)
     with pytest.raises(ValueError, match="frames"):
         TrainConfig(frames=1).validate()
 

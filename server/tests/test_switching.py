@@ -221,18 +221,21 @@ def switcher_on_a_ceiling():
 
 def test_connection_switcher_acts_on_grants_that_show_a_standing_queue() -> None:
     """Grants at the floor window whose echoes show a queue that never drains for Y
-    switch the connection to sender-driven (one switch, counted on each session)."""
+    switch the connection to sender-driven (one switch, counted on each session). The rule
+    asks for a packet train once it suspects a competitor and, with no answer (these grants
+    echo no frame), waits Y for one before it acts: at 6 s, not 3 s."""
     from nuwa_server.grants import GrantDecision
 
     loss, sessions, sw = switcher_on_a_ceiling()
     records = []
-    for k in range(1, 120):  # 6 s of grants every 50 ms: window 1200, RTT 450 ms
+    for k in range(1, 160):  # 8 s of grants every 50 ms: window 1200, RTT 450 ms
         t = k * 50_000
         sw.on_grant(sessions[0], GrantDecision(True, "ok", None, 1200, 0, 450_000), t)
         rec = sw.poll(loss, sessions, t, 4433)
         if rec is not None:
             records.append((t, rec))
-    assert len(records) == 1 and 3_000_000 <= records[0][0] <= 3_200_000
+    assert len(records) == 1 and 6_000_000 <= records[0][0] <= 6_300_000
+    assert sessions[0].train.pending  # asked for, never written (no data)
     assert sw.mode == "sender" and sessions[0].switches == 1
     assert not sessions[0].grants.config.enforce
 
