@@ -145,15 +145,20 @@ the link's service time per packet does, and the flow can measure it: a packet t
 first frame's queuing delay divided by the train's dispersion per frame counts the packets
 ahead of it, less our own outstanding ones: about one alone on a slow link (our frame waited
 for one opportunity), tens to hundreds next to a buffer filler (a 600 ms queue at 5 Mbit/s is
-about 300 packets). So once the condition holds on half its samples (the flow is suspect:
-``train_due``), the rule asks for a train at most once per Y, and while the latest answer of
-the last 2 × Y found at most ``train_own_packets`` (4) packets of others, the queue is ours
-and the condition does not hold (``own_queue``). A train read inside one grant interval (a
-fast link) gives no answer, which counts as no evidence against a competitor: the veto can only
-keep a flow receiver-driven on a link too slow to serve our own frame within X, never make it
-switch. A pair would read a clumped cellular link's burst rate instead of its rate (the
-natural pairs of the forty-sixth session: 8–296 ms apart on the same dark link), hence three
-frames. The cost: two frames beyond the one-frame window once per Y while suspect.
+about 300 packets). So once three fresh samples in a row are at least X (``train_due``), the
+rule asks for a train at most once per Y, and while an answer of the last 2 × Y found at most
+``train_own_packets`` (4) packets of others, the queue is ours and the condition does not hold
+(``own_queue``); when the condition holds with no answer yet, it waits up to Y for one. The
+count of 20 samples stood in for this evidence; with an answer of at least 20 packets of
+others and none our own, 10 samples do (``train_min_samples``). A train read inside one grant
+interval (a fast link) answers "someone else's queue". A pair would read a clumped cellular
+link's burst rate instead of its rate (the natural pairs of the forty-sixth session: 8–296 ms
+apart on the same dark link), hence three frames. The cost: two frames beyond the window once
+per Y while the queue is above X. Where it is still wrong: a train whose first frame waited
+out a dark gap of the link reads that gap as someone else's queue (lone UMTS, end to end:
+about 11 packets of others at 1.4 s of queuing delay and 116 ms per frame), so the veto rests
+on at least one train of 2 × Y landing while the link serves (docs/BENCHMARKS.md,
+forty-seventh session).
 
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
 :meth:`RuleSwitchPolicy.decide` returns the mode to switch to, or None.
@@ -169,6 +174,9 @@ from typing import Literal
 ControlMode = Literal["receiver", "sender"]
 RECEIVER: ControlMode = "receiver"
 SENDER: ControlMode = "sender"
+
+_TRAIN_AFTER_SAMPLES = 3
+"""Fresh samples in a row at least X before the rule asks for a packet train."""
 
 _MAX_BINS = 600
 """Delivery bins kept of a sender-driven stint (10 min at 1 s; older ones drop)."""
@@ -252,6 +260,12 @@ class RuleConfig:
             (:attr:`.packet_train.TrainSample.others_packets`); trains are asked for at most
             once per Y, once the condition holds on half its samples. None: no trains, no
             veto.
+        train_others_packets / train_min_samples: with no train answer of the last 2 × Y
+            finding the queue our own and at least one finding ``train_others_packets`` or
+            more packets ahead of it that are not ours (or read together: a fast link), the
+            first detection needs ``train_min_samples`` fresh samples instead of
+            ``min_samples`` (module doc, "A lone flow on a near-dark link": the count of 20
+            stood in for evidence the train now gives). None: the count stays.
     """
 
     floor_window_bytes: int | None = None
@@ -275,6 +289,8 @@ class RuleConfig:
     probe_fail_min_samples: int | None = 4
     probe_drain_factor: float = 1.5
     train_own_packets: float | None = 4.0
+    train_others_packets: float = 20.0
+    train_min_samples: int | None = 10
 
     def validate(self) -> RuleConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -308,6 +324,11 @@ class RuleConfig:
         if self.probe_fail_min_samples is not None and self.probe_fail_min_samples < 1:
             raise ValueError(f"probe_fail_min_samples must be >= 1 or None, got "
                              f"{self.probe_fail_min_samples}")
+        if self.train_min_samples is not None and self.train_min_samples < 1:
+            raise ValueError(f"train_min_samples must be >= 1 or None, got "
+                             f"{self.train_min_samples}")
+        if not self.train_others_packets > 0:
+            raise ValueError(f"train_others_packets must be > 0, got {self.train_others_packets}")
         if self.train_own_packets is not None and not self.train_own_packets > 0:
             raise ValueError(f"train_own_packets must be > 0 or None, got "
                              f"{self.train_own_packets}")
@@ -425,18 +446,18 @@ class RuleSwitchPolicy:
 
     def train_due(self, now_us: int) -> bool:
         """Whether the caller should send a packet train now: receiver-driven, trains on
-        (``train_own_packets``), none asked for in the last Y, and the condition of the
-        first detection (or of a probe's verdict, on a probe) holding on half its samples.
-        True counts as asked."""
+        (``train_own_packets``), none asked for in the last Y, and the last
+        :data:`_TRAIN_AFTER_SAMPLES` fresh samples of the last Y all at least X (a queue that
+        may be standing: the answer is then there when the condition first holds). True
+        counts as asked."""
         c = self.config
         if c.train_own_packets is None or self.mode != RECEIVER:
             return False
         if self._train_asked_us is not None and now_us - self._train_asked_us < c.hold_us:
             return False
-        need = c.min_samples
-        if self._probing_since_us is not None and c.probe_fail_min_samples is not None:
-            need = c.probe_fail_min_samples
-        if not self._queue_stood(now_us, max(1, need // 2), veto=False):
+        self.observe(now_us)
+        recent = [q for _, q, _ in list(self._qd)[-_TRAIN_AFTER_SAMPLES:]]
+        if len(recent) < _TRAIN_AFTER_SAMPLES or min(recent) < c.queue_floor_ms * 1000:
             return False
         self._train_asked_us = now_us
         return True
@@ -451,6 +472,14 @@ class RuleSwitchPolicy:
             return False
         self._trim_trains(now_us)
         return any(others <= c.train_own_packets for _, others in self._trains)
+
+    def others_queue(self, now_us: int) -> bool:
+        """No train answer of the last 2 × Y found the queue our own (:meth:`own_queue`) and
+        one found at least ``train_others_packets`` packets ahead of it that are not ours."""
+        c = self.config
+        if c.train_own_packets is None or self.own_queue(now_us):
+            return False
+        return any(others >= c.train_others_packets for _, others in self._trains)
 
     def _unverified(self, now_us: int) -> bool:
         """The condition holds with no train answered in the last 2 × Y, and it has held so
@@ -468,7 +497,10 @@ class RuleSwitchPolicy:
     def competitor_evidence(self, now_us: int) -> bool:
         """The receiver-driven condition over the last Y (module doc)."""
         c = self.config
-        if not self._queue_stood(now_us, c.min_samples):
+        need = c.min_samples
+        if c.train_min_samples is not None and self.others_queue(now_us):
+            need = min(need, c.train_min_samples)
+        if not self._queue_stood(now_us, need):
             return False
         if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True

@@ -113,23 +113,33 @@ DATA = Path(__file__).parent / "data"
 
 def test_a_lone_umts_video_is_not_switched_when_its_trains_find_its_own_queue() -> None:
     """The recorded inputs of a lone Nuwa video on UMTS that the rule switched at 73.5 s
-    (docs/BENCHMARKS.md, forty-sixth session): the rule asks for trains before its condition
-    holds, and answers a second later that find the queue our own (1.5 packets of others:
-    the service time of our frame) keep it receiver-driven to the end. Without trains, or
-    with answers that find a competitor's queue, it switches as before."""
+    (docs/BENCHMARKS.md, forty-sixth session): the rule asks for trains once three samples
+    in a row are above X, and answers a second later that find the queue our own (1.5
+    packets of others: about the service time of our own frame) keep it receiver-driven to
+    the end. Without trains it switches as before; with answers that (wrongly) found a
+    competitor's queue it would switch sooner, on 10 samples: the veto and the lower count
+    both rest on the answers."""
     path = DATA / "switch-inputs-umts-lone-video.txt"
     off, asked = _replay(path, RuleConfig(train_own_packets=None), lambda t: (t, 0.0))
-    assert [m for _, m in off] == [SENDER] and asked == 0
+    assert [m for _, m in off] == [SENDER] and 73_000 * MS <= off[0][0] <= 74_000 * MS
+    assert asked == 0
     own, asked = _replay(path, None, lambda t: (t + 1_000_000, 1.5))
-    assert own == [] and asked >= 2
-    others, _ = _replay(path, None, lambda t: (t + 1_000_000, 200.0))
-    assert others == off
+    assert own == [] and asked >= 3
+    others, _ = _replay(path, None, lambda t: (t + 300 * MS, 200.0))
+    assert [m for _, m in others] == [SENDER] and others[0][0] < off[0][0]
 
 
-def test_a_competitors_detection_keeps_its_time_when_trains_find_its_queue() -> None:
-    """Next to Cubic (the Verizon recording of test_monitor): trains that find hundreds of
-    packets ahead change nothing; the rule switches when it did without them."""
+def test_a_competitors_detection_comes_sooner_when_trains_find_its_queue() -> None:
+    """Next to Cubic (the Verizon recording of test_monitor, where the shipped count of 20
+    samples waits to 21.8 s): trains that find hundreds of packets ahead let 10 samples do,
+    and the rule switches at about 11.6 s (where 17 samples would have); with the lower count
+    off (train_min_samples None) the trains change nothing."""
     path = DATA / "switch-inputs-verizon-cubic.txt"
     off, _ = _replay(path, RuleConfig(train_own_packets=None), lambda t: (t, 0.0))
+    assert [m for _, m in off][:1] == [SENDER] and 21_000 * MS <= off[0][0] <= 22_500 * MS
     on, asked = _replay(path, None, lambda t: (t + 300 * MS, 150.0))
-    assert on == off and asked >= 1 and [m for _, m in on][:1] == [SENDER]
+    assert asked >= 1 and [m for _, m in on][:1] == [SENDER]
+    assert 11_000 * MS <= on[0][0] <= 12_300 * MS
+    count_only, _ = _replay(path, RuleConfig(train_min_samples=None),
+                            lambda t: (t + 300 * MS, 150.0))
+    assert count_only[:1] == off[:1]
