@@ -149,15 +149,17 @@ about 300 packets). So once three fresh samples in a row are at least X (``train
 rule asks for a train at most once per Y, and while an answer of the last 2 × Y found at most
 ``train_own_packets`` (4) packets of others, the queue is ours and the condition does not hold
 (``own_queue``); when the condition holds with no answer yet, it waits up to Y for one. The
-count of 20 samples stood in for this evidence; with an answer of at least 20 packets of
-others and none our own, 10 samples do (``train_min_samples``). A train read inside one grant
-interval (a fast link) answers "someone else's queue". A pair would read a clumped cellular
-link's burst rate instead of its rate (the natural pairs of the forty-sixth session: 8–296 ms
-apart on the same dark link), hence three frames. The cost: two frames beyond the window once
-per Y while the queue is above X. Where it is still wrong: a train whose first frame waited
-out a dark gap of the link reads that gap as someone else's queue (lone UMTS, end to end:
-about 11 packets of others at 1.4 s of queuing delay and 116 ms per frame), so the veto rests
-on at least one train of 2 × Y landing while the link serves (docs/BENCHMARKS.md,
+count of 20 fresh samples stays: an answer that finds someone else's queue is no proof of one
+(below), so it does not stand in for the count. A train read inside one grant interval (a
+fast link) answers "not our own". A pair would read a clumped cellular link's burst rate
+instead of its rate (the natural pairs of the forty-sixth session: 8–296 ms apart on the same
+dark link), hence three frames. The cost: two frames beyond the window once per Y while the
+queue is above X. Where it is still wrong: a train whose first frame waited out a dark gap of
+the link, or whose frames left in one clump of delivery opportunities, reads the gap as
+someone else's queue (lone UMTS, end to end: 27 packets of others at 1.1 s of queuing delay
+and 38 ms per frame; 1,622 at 1.2 s and under 1 ms), so the veto rests on at least one train
+of 2 × Y landing while the link serves evenly, and letting an answer of many packets of
+others lower the count to 10 switched a lone 120 s bulk flow at 34 s (docs/BENCHMARKS.md,
 forty-seventh session).
 
 Sans-I/O: :meth:`RuleSwitchPolicy.observe` takes ``now_us`` and the samples;
@@ -260,12 +262,6 @@ class RuleConfig:
             (:attr:`.packet_train.TrainSample.others_packets`); trains are asked for at most
             once per Y, once the condition holds on half its samples. None: no trains, no
             veto.
-        train_others_packets / train_min_samples: with no train answer of the last 2 × Y
-            finding the queue our own and at least one finding ``train_others_packets`` or
-            more packets ahead of it that are not ours (or read together: a fast link), the
-            first detection needs ``train_min_samples`` fresh samples instead of
-            ``min_samples`` (module doc, "A lone flow on a near-dark link": the count of 20
-            stood in for evidence the train now gives). None: the count stays.
     """
 
     floor_window_bytes: int | None = None
@@ -289,8 +285,6 @@ class RuleConfig:
     probe_fail_min_samples: int | None = 4
     probe_drain_factor: float = 1.5
     train_own_packets: float | None = 4.0
-    train_others_packets: float = 20.0
-    train_min_samples: int | None = 10
 
     def validate(self) -> RuleConfig:
         """Return self or raise ValueError naming the bad field."""
@@ -324,11 +318,6 @@ class RuleConfig:
         if self.probe_fail_min_samples is not None and self.probe_fail_min_samples < 1:
             raise ValueError(f"probe_fail_min_samples must be >= 1 or None, got "
                              f"{self.probe_fail_min_samples}")
-        if self.train_min_samples is not None and self.train_min_samples < 1:
-            raise ValueError(f"train_min_samples must be >= 1 or None, got "
-                             f"{self.train_min_samples}")
-        if not self.train_others_packets > 0:
-            raise ValueError(f"train_others_packets must be > 0, got {self.train_others_packets}")
         if self.train_own_packets is not None and not self.train_own_packets > 0:
             raise ValueError(f"train_own_packets must be > 0 or None, got "
                              f"{self.train_own_packets}")
@@ -473,14 +462,6 @@ class RuleSwitchPolicy:
         self._trim_trains(now_us)
         return any(others <= c.train_own_packets for _, others in self._trains)
 
-    def others_queue(self, now_us: int) -> bool:
-        """No train answer of the last 2 × Y found the queue our own (:meth:`own_queue`) and
-        one found at least ``train_others_packets`` packets ahead of it that are not ours."""
-        c = self.config
-        if c.train_own_packets is None or self.own_queue(now_us):
-            return False
-        return any(others >= c.train_others_packets for _, others in self._trains)
-
     def _unverified(self, now_us: int) -> bool:
         """The condition holds with no train answered in the last 2 × Y, and it has held so
         for less than Y: wait for the train :meth:`train_due` asks for (a competitor's
@@ -497,10 +478,7 @@ class RuleSwitchPolicy:
     def competitor_evidence(self, now_us: int) -> bool:
         """The receiver-driven condition over the last Y (module doc)."""
         c = self.config
-        need = c.min_samples
-        if c.train_min_samples is not None and self.others_queue(now_us):
-            need = min(need, c.train_min_samples)
-        if not self._queue_stood(now_us, need):
+        if not self._queue_stood(now_us, c.min_samples):
             return False
         if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True
