@@ -123,8 +123,13 @@ class RunningServer:
         """Graceful stop (SIGTERM): WebSocket sessions end with their reason first (their
         close needs the loop), then :meth:`close`."""
         if self.ws_server is not None:
-            conns = list(getattr(self.ws_server, "nuwa_connections", ()))
-            await asyncio.gather(*(c.shutdown() for c in conns), return_exceptions=True)
+            # from now on a new WebSocket is closed at once with the reason (websocket.serve)
+            self.ws_server.nuwa_closing = True  # type: ignore[attr-defined]
+            live: set[Any] = getattr(self.ws_server, "nuwa_connections", set())
+            done: set[Any] = set()
+            while pending := [c for c in list(live) if c not in done]:  # one opened meanwhile
+                done.update(pending)
+                await asyncio.gather(*(c.shutdown() for c in pending), return_exceptions=True)
         self.close()
 
     def close(self) -> None:

@@ -257,11 +257,11 @@ class RuleConfig:
             it: the time our own bytes of that queue take to leave). None: only the first
             detection's condition ends a probe.
         train_own_packets: the packet train's veto (module doc, "A lone flow on a near-dark
-            link"): the queue is the flow's own while the latest train answered within 2 × Y
-            found at most this many packets ahead of it that are not ours
+            link"): the queue is the flow's own while an answer of the last 2 × Y found at
+            most this many packets ahead of it that are not ours
             (:attr:`.packet_train.TrainSample.others_packets`); trains are asked for at most
-            once per Y, once the condition holds on half its samples. None: no trains, no
-            veto.
+            once per Y, once three fresh samples in a row are at least X. None: no trains,
+            no veto, no wait.
     """
 
     floor_window_bytes: int | None = None
@@ -379,7 +379,7 @@ class RuleSwitchPolicy:
         (:meth:`_unverified`). A caller without trains (a replay, a test) gets the rule
         as it was without them."""
         self.train_vetoes = 0
-        """Polls where the condition held but the latest train found the queue our own."""
+        """Polls where the condition held but a train found the queue our own."""
 
     def observe(self, now_us: int, window_bytes: int | None = None,
                 queuing_delay_us: int | None = None, echo_us: int | None = None,
@@ -593,21 +593,21 @@ class RuleSwitchPolicy:
             return False
         return self._queue_stood(now_us, c.probe_fail_min_samples)
 
-    def _queue_stood(self, now_us: int, min_samples: int, veto: bool = True) -> bool:
+    def _queue_stood(self, now_us: int, min_samples: int) -> bool:
         """At least ``min_samples`` fresh samples in the last Y, every one at least X,
-        covering Y (:meth:`_covers_hold`), from a standing queue (:meth:`standing`), and
-        (``veto``) not found the flow's own by the latest packet train (:meth:`own_queue`)."""
+        covering Y (:meth:`_covers_hold`), from a standing queue (:meth:`standing`), not found
+        the flow's own by a packet train of the last 2 × Y (:meth:`own_queue`), and not
+        waiting for a train's answer (:meth:`_unverified`)."""
         self.observe(now_us)
         qd = [q for _, q, _ in self._qd]
         if (len(qd) < min_samples or min(qd) < self.config.queue_floor_ms * 1000
                 or not (self._covers_hold(now_us) and self.standing(now_us))):
-            if veto:
-                self._unverified_since_us = None
+            self._unverified_since_us = None
             return False
-        if veto and self.own_queue(now_us):
+        if self.own_queue(now_us):
             self.train_vetoes += 1
             return False
-        return not (veto and self._unverified(now_us))
+        return not self._unverified(now_us)
 
     def _covers_hold(self, now_us: int) -> bool:
         """The fresh samples of the last Y leave no gap longer than max(``max_gap_us``,

@@ -312,6 +312,14 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
         return None
 
     async def handler(ws: Any) -> None:
+        if getattr(server, "nuwa_closing", False):
+            # SIGTERM began: a player that reconnects after our close frame (its reconnect
+            # logic, issue 7) gets the same reason at once, not a session that the listener's
+            # own close later ends with 1001 and no reason (the serve e2e test, forty-seventh
+            # session: the page's second session read "closed by the server (code 1001)")
+            with contextlib.suppress(Exception):
+                await ws.close(1001, "server shutting down")
+            return
         counter["n"] += 1
         with contextlib.suppress(OSError):
             sock = ws.transport.get_extra_info("socket")
@@ -350,4 +358,5 @@ async def start_ws_server(context: ServerContext, host: str, port: int,
         ssl=ssl_context,
     )
     server.nuwa_connections = live  # type: ignore[attr-defined]  # for RunningServer.shutdown
+    server.nuwa_closing = False  # type: ignore[attr-defined]  # set by RunningServer.shutdown
     return server

@@ -148,3 +148,21 @@ def test_with_no_answer_the_condition_waits_at_most_y() -> None:
     path = DATA / "switch-inputs-verizon-cubic.txt"
     late, _ = _replay(path, None, lambda t: (t + 100_000 * MS, 150.0))
     assert [m for _, m in late][:1] == [SENDER] and 24_700 * MS <= late[0][0] <= 25_000 * MS
+
+
+def test_a_lying_receivers_echoes_give_no_answer_or_one_that_only_binds_itself() -> None:
+    """Echo fields are the receiver's word. Read times that run backwards give no dispersion,
+    and a hold larger than the time since the frame left gives no RTT sample (the grant
+    state drops it: GrantState.rtt_sample_us), so no queuing delay: no answer either way
+    (counted dropped). What a receiver can fake is its own train looking like its own
+    queue, which keeps only its own flow receiver-driven (delay-based, yielding to others),
+    or read together, which is the rule as it was without trains: no lever on anyone else."""
+    tr = PacketTrain()
+    s = _send(tr, 0)
+    assert tr.on_grant(500 * MS, s[0], 9_000 * MS, 0, 400 * MS) is None
+    assert tr.on_grant(600 * MS, s[2], 8_000 * MS, 0, 500 * MS) is None  # read before the first
+    assert (tr.answered, tr.dropped) == (0, 1)
+    s = _send(tr, 1_000 * MS)
+    assert tr.on_grant(1_500 * MS, s[0], 1 * MS, 2**32 - 1, None) is None  # hold > elapsed
+    assert tr.on_grant(1_600 * MS, s[2], 2 * MS, 0, 500 * MS) is None
+    assert (tr.answered, tr.dropped) == (0, 2)

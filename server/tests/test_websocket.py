@@ -324,3 +324,28 @@ def test_wss_sends_a_whole_window_without_waiting_for_the_client(tmp_path: Path)
     got, elapsed_s = asyncio.run(go())
     assert got == (tmp_path / "content" / "video" / "seg.m4s").read_bytes()  # 84 frames
     assert elapsed_s < 2.0, elapsed_s  # 84 frames on loopback: milliseconds when not stalled
+
+
+def test_a_websocket_opened_during_shutdown_gets_the_reason_at_once(tmp_path: Path) -> None:
+    asyncio.run(_opened_during_shutdown(tmp_path))
+
+
+async def _opened_during_shutdown(tmp_path: Path) -> None:
+    """SIGTERM's shutdown (RunningServer.shutdown) ends every session with 1001 "server
+    shutting down"; a player that reconnects at once (its reconnect logic) must get the same
+    close, not a session that the listener's close ends later with 1001 and no reason (the
+    serve e2e test's page read "closed by the server (code 1001)": forty-seventh session).
+    Shutdown's first step is the flag set here; the listener stays open meanwhile."""
+    from websockets.exceptions import ConnectionClosed
+
+    async with ws_server(tmp_path) as server:
+        url = f"ws://127.0.0.1:{server.ws_port}/nuwa"
+        sessions_before = len(server.context.recent_sessions())
+        server.ws_server.nuwa_closing = True  # as RunningServer.shutdown sets it first
+        async with connect(url, subprotocols=["webtransport"]) as again:  # type: ignore[list-item]
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(again.recv(), 5)
+            assert closed.value.rcvd is not None
+            assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (
+                1001, "server shutting down")
+        assert len(server.context.recent_sessions()) == sessions_before  # no session opened
