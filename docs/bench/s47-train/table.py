@@ -5,7 +5,7 @@ RUN/events.jsonl). Usage: python3 table.py docs/bench/s47-train/runs/NAME..."""
 import os
 
 CODE = {"umts-lone-": "711d5ae", "b-": "f6a3dac", "ab-": "f6a3dac", "mix-umts-lone": "f6a3dac",
-        "c-": "4101e94", "d-": "120d86a"}
+        "c-": "4101e94", "d-": "120d86a", "e-": "128b678"}
 """The commit each run's server ran, by run-name prefix (the forty-seventh session's scripts)."""
 import glob, json, re, sys
 print("| run | code | trains | first switch s | switches | rebuffering s | video share | p95 ms | train answers (s: packets of others; fast = read together) |")
