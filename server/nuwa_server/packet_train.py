@@ -150,9 +150,8 @@ class PacketTrain:
             self._reads = {}
             return
         if self._stamps and len(self._stamps) < self.config.frames:
-            if send_time_us - self._stamps[0] > self.config.max_send_gap_us:
-                self._drop()
-                return
+            # the send loop writes a train's later frame only when :meth:`bypass` let it
+            # (which drops a train that overran ``max_send_gap_us``)
             self._stamps.append(send_time_us)
             if len(self._stamps) == self.config.frames:
                 self.sent += 1
@@ -163,12 +162,12 @@ class PacketTrain:
         the queuing delay its echo shows (µs; None without a sample). Returns the train's
         sample once a grant echoes its last frame or a later one, else None."""
         stamps = self._stamps
-        if len(stamps) < self.config.frames:
-            if stamps and now_us - stamps[0] > self.config.timeout_us:
-                self._drop()
+        if not stamps:
             return None
         if now_us - stamps[0] > self.config.timeout_us:
             self._drop()
+            return None
+        if len(stamps) < self.config.frames:
             return None
         if echo_send_time_us in stamps:
             i = stamps.index(echo_send_time_us)

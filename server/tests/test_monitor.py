@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from switch_inputs import replay_switch_inputs
 
 from nuwa_server.monitor import FlowMonitor, MonitorConfig, jain_index
 from nuwa_server.switch_policy import RECEIVER, SENDER, RuleConfig, RuleSwitchPolicy
@@ -470,23 +471,7 @@ def test_the_server_context_monitors_every_open_session(caplog: pytest.LogCaptur
 def replay_inputs(path: Path, config: RuleConfig | None = None) -> list[tuple[int, str]]:
     """Feed a recorded sequence of the rule's inputs (time, window, qd, echo per grant) to
     a fresh rule, asking it every 50 ms as the switcher does; returns the switches."""
-    rows = []
-    for line in path.read_text().splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        t, w, qd, echo = (None if x == "None" else int(x) for x in line.split())
-        assert t is not None
-        rows.append((t, w, qd, echo))
-    p = RuleSwitchPolicy(rows[0][0], config)
-    out, poll = [], rows[0][0]
-    for t, w, qd, echo in rows:
-        while poll <= t:
-            if (d := p.decide(poll)) is not None:
-                p.switched(poll, d)
-                out.append((poll, d))
-            poll += 50 * MS
-        p.observe(t, w, qd, echo)
-    return out
+    return replay_switch_inputs(path, config)[0]
 
 
 def test_a_lone_flows_outage_recorded_end_to_end_is_no_evidence() -> None:

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from switch_inputs import replay_switch_inputs
 
 from nuwa_server.packet_train import PacketTrain, TrainConfig
-from nuwa_server.switch_policy import SENDER, RuleConfig, RuleSwitchPolicy
+from nuwa_server.switch_policy import SENDER, RuleConfig
 
 pytestmark = pytest.mark.cpu
 
@@ -79,34 +80,10 @@ def test_frames_read_together_count_as_a_fast_link_lost_or_spread_ones_as_nothin
 
 def _replay(path: Path, config: RuleConfig | None,
             answer: Callable[[int], tuple[int, float]]) -> tuple[list[tuple[int, str]], int]:
-    """Replay recorded rule inputs (test_monitor.replay_inputs' format), asking every 50 ms;
-    when the rule asks for a train, ``answer(t)`` gives (answer time, others_packets).
-    Returns the switches and the trains asked for."""
-    rows: list[tuple[int, int | None, int | None, int | None]] = []
-    for line in path.read_text().splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        t, w, qd, echo = (None if x == "None" else int(x) for x in line.split())
-        assert t is not None
-        rows.append((t, w, qd, echo))
-    p = RuleSwitchPolicy(rows[0][0], config)
-    p.takes_trains = True  # as the server's switcher: the condition waits for an answer
-    out: list[tuple[int, str]] = []
-    due: list[tuple[int, float]] = []
-    poll, asked = rows[0][0], 0
-    for t, w, qd, echo in rows:
-        while poll <= t:
-            while due and due[0][0] <= poll:
-                p.observe_train(*due.pop(0))
-            if (d := p.decide(poll)) is not None:
-                p.switched(poll, d)
-                out.append((poll, d))
-            elif p.train_due(poll):
-                asked += 1
-                due.append(answer(poll))
-            poll += 50 * MS
-        p.observe(t, w, qd, echo)
-    return out, asked
+    """Replay recorded rule inputs with trains (switch_inputs.replay_switch_inputs): when the
+    rule asks for one, ``answer(t)`` gives (answer time, others_packets). Returns the
+    switches and the trains asked for."""
+    return replay_switch_inputs(path, config, answer)
 
 
 DATA = Path(__file__).parent / "data"
