@@ -47,6 +47,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   nuwa_deepcap: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { deep_from_s: 8 } },
   nuwa_nohyst: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { down_switch_margin: 0, up_hold_segments: 1 } },
   nuwa_ahead: { mode: "control", abr: "nuwa", estimate: "nuwa", fetch_ahead: "standing" },
+  nuwa_ahead_queue: { mode: "control", abr: "nuwa", estimate: "nuwa", fetch_ahead: "queue" },
   nuwa_noreserve: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { reserve_s: 0 } },
   nuwa_abandon: { mode: "control", abr: "nuwa", estimate: "nuwa", abandon: true },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },

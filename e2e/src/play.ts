@@ -52,6 +52,8 @@ export type PlayPlayer = (typeof PLAYERS)[number];
  * mpcHysteresis off: `mpc: { down_switch_margin: 0, up_hold_segments: 1 }`; the default before the thirtieth session,
  * whose invocation ran the hysteresis as `nuwa_hyst` and this as `nuwa`; docs/BENCHMARKS.md); `nuwa_ahead`, Nuwa's
  * MPC with the loader's fetch-ahead while a queue not of our making stands (attachNuwa `fetch_ahead: "standing"`);
+ * `nuwa_ahead_queue`, the same with as many segments ahead as the standing wait needs (`fetch_ahead: "queue"`,
+ * forty-eighth session);
  * `nuwa_noreserve`, Nuwa's MPC without its terminal buffer reserve (attachNuwa `mpc: { reserve_s: 0 }`: RobustMPC's
  * objective over the horizon only, the default before the forty-fifth session); `nuwa_abandon`, Nuwa's MPC with
  * its abandonment rule on (attachNuwa `abandon: true`, opt-in since the eighteenth session; measured next to a
@@ -64,7 +66,7 @@ export type PlayPlayer = (typeof PLAYERS)[number];
  * with each segment's sample the lower of the figure at its request and at its completion
  * (`estimate_sample: "min_over_download"`).
  */
-export const PLAY_EXTRA = ["nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_noreserve", "nuwa_abandon", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained"] as const;
+export const PLAY_EXTRA = ["nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_abandon", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained"] as const;
 export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr", "dashjs_pbq"];
 /**
  * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
@@ -75,7 +77,7 @@ export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTR
  */
 export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_noreserve", "nuwa_abandon", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_abandon", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
 /** Each player's schemes and its default one. */
 export const PLAYER_SCHEMES: Record<PlayPlayer, { schemes: readonly PlayScheme[]; default: PlayScheme }> = {
   dashjs: { schemes: PLAY_SCHEMES, default: "nuwa" },

@@ -19,13 +19,15 @@ LADDER_STEPS = (
 """Neighbouring rungs of the ladder (from, to, the one factor that changes)."""
 NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic", "nuwa_deepcap",
                                    "nuwa_robustmpc", "nuwa_nohyst", "nuwa_hyst", "nuwa_ahead",
-                                   "nuwa_noreserve", "nuwa_abandon", "dashjs_nuwa_ewma",
+                                   "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_abandon",
+                                   "dashjs_nuwa_ewma",
                                    "dashjs_nuwa_instant", "dashjs_nuwa_transfer",
                                    "dashjs_nuwa_sustained"})
 """Video schemes whose ABR decides on Nuwa's estimate (the others on dash.js's own);
 ``nuwa_robustmpc``: the twenty-eighth session's name of the shipped MPC (its report regenerates);
 ``nuwa_hyst``: the thirtieth session's name of the MPC with switch hysteresis, now ``nuwa``, and
-``nuwa_nohyst`` the MPC without it; ``nuwa_ahead`` the MPC with the loader's fetch-ahead;
+``nuwa_nohyst`` the MPC without it; ``nuwa_ahead`` the MPC with the loader's fetch-ahead
+(``nuwa_ahead_queue`` as deep as the standing wait needs);
 ``nuwa_noreserve`` the MPC without its terminal buffer reserve (the default before the
 forty-fifth session); ``nuwa_abandon`` the MPC with its abandonment rule on (opt-in
 ``abandon: true``);
@@ -44,6 +46,7 @@ COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_backlog": "C7", "nuwa_raw":
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "nuwa_deepcap": "C9", "nuwa_robustmpc": "C8",
           "nuwa_nohyst": "C8", "nuwa_hyst": "C6", "nuwa_ahead": "C7", "nuwa_noreserve": "C5",
+          "nuwa_ahead_queue": "C9",
           "nuwa_abandon": "C6",
           "dashjs_nuwa_ewma": "C5", "dashjs_nuwa_instant": "C5", "dashjs_nuwa_transfer": "C9",
           "dashjs_nuwa_sustained": "C8",

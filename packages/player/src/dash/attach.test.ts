@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { EstimateSource } from "./abr.js";
-import { attachNuwa, FETCH_AHEAD_STANDING_WAIT_S, fetchAheadPath } from "./attach.js";
+import { attachNuwa, FETCH_AHEAD_MAX_DEPTH, FETCH_AHEAD_STANDING_WAIT_S, fetchAheadDepth, fetchAheadPath } from "./attach.js";
 
 function fakes() {
   const settings: unknown[] = [];
@@ -162,6 +162,28 @@ describe("attachNuwa fetch_ahead: which segment, and when", () => {
     expect(fetchAheadPath("standing", templates, { controller: () => null, now_us: () => 0 }, q)).toBeNull();
     expect(fetchAheadPath("always", templates, src(0, 25), q)).toBe("/content/seg-3-00005.m4s");
     expect(fetchAheadPath("always", templates, src(0, 25), { ...q, rep_id: "9" })).toBeNull();
+  });
+  it("queue: as many segments ahead as the flow carries in one standing wait, within [1, FETCH_AHEAD_MAX_DEPTH]", () => {
+    const seg_bytes = (1850000 * 2) / 8; // the rung's nominal segment, 462.5 kB
+    expect(fetchAheadPath("queue", templates, src(40, 25), q, 2e6)).toBeNull(); // our own queue
+    // 2.5 s of standing wait at 4 Mbit/s: 1.25 MB = 2.7 segments of 462.5 kB
+    expect(fetchAheadPath("queue", templates, src(25 + 2500, 25), q, 4e6)).toEqual(["/content/seg-3-00005.m4s", "/content/seg-3-00006.m4s", "/content/seg-3-00007.m4s"]);
+    expect(fetchAheadPath("queue", templates, src(25 + 100, 25), q, 4e6)).toEqual(["/content/seg-3-00005.m4s"]); // 50 kB: one
+    expect(fetchAheadPath("queue", templates, src(25 + 20_000, 25), q, 4e6)).toHaveLength(FETCH_AHEAD_MAX_DEPTH); // a 20 s queue
+    expect(fetchAheadPath("queue", templates, src(25 + 2500, 25), q)).toEqual(["/content/seg-3-00005.m4s"]); // no rate known: one
+    expect(fetchAheadPath("queue", templates, src(25 + 2500, 25), { ...q, rep_id: "9" }, 4e6)).toBeNull();
+    expect(fetchAheadPath("queue", templates, src(25 + 2500, 25), { ...q, path: "/content/seg-3-00009.m4s" }, 4e6)).toBeNull(); // not this start's segment
+    expect(fetchAheadDepth(2.5, 4e6, seg_bytes)).toBe(3);
+  });
+  it("fetchAheadDepth: ⌈rate × wait ÷ segment bytes⌉ within [1, max]; anything unknown: 1", () => {
+    expect(fetchAheadDepth(2.5, 0.8e6, 75_000)).toBe(4); // 300 kbit/s segments next to a buffer filler
+    expect(fetchAheadDepth(1.4, 1e6, 1_500_000)).toBe(1); // a 6000 kbit/s segment outlasts the wait
+    expect(fetchAheadDepth(1.5, 0.8e6, 75_000)).toBe(2);
+    expect(fetchAheadDepth(0, 1e6, 75_000)).toBe(1);
+    expect(fetchAheadDepth(60, 1e6, 75_000)).toBe(FETCH_AHEAD_MAX_DEPTH);
+    expect(fetchAheadDepth(3, Number.NaN, 75_000)).toBe(1);
+    expect(fetchAheadDepth(3, 1e6, 0)).toBe(1);
+    expect(fetchAheadDepth(Number.NaN, 1e6, 75_000)).toBe(1);
   });
   it("an unknown mode is refused", () => {
     const { player, dashjs } = fakes();

@@ -115,11 +115,13 @@ export interface AttachOptions {
    * fetch-ahead; SegmentTemplate `$Number$` content, mpd.ts `nextSegmentPath`): `"standing"`
    * only while a queue stands at the bottleneck that our window did not make (abr.ts
    * `standingWaitS` ≥ FETCH_AHEAD_STANDING_WAIT_S: a competing flow fills the buffer, and each
-   * request would wait behind it), `"always"` for every segment. Default `"off"`: dash.js's one
-   * request at a time. `onTelemetry` gets a `fetch_ahead` event per segment fetched ahead (used,
-   * discarded unused, failed).
+   * request would wait behind it), `"always"` for every segment; `"queue"` as `"standing"`, but as
+   * many segments ahead as the wait needs to be hidden (`fetchAheadDepth`: the flow's achievable
+   * rate × the standing wait, in segments of the rung, at most FETCH_AHEAD_MAX_DEPTH). Default `"off"`: dash.js's
+   * one request at a time. `onTelemetry` gets a `fetch_ahead` event per segment fetched ahead
+   * (used, discarded unused, failed).
    */
-  fetch_ahead?: "off" | "standing" | "always";
+  fetch_ahead?: "off" | "standing" | "always" | "queue";
   /** Reconnect backoff when the session ends (reconnect.ts). */
   reconnect?: Partial<ReconnectPolicy>;
   /** A session that receives nothing for this long while requests are open is stalled, ms (session.ts, default 4000; 0: never): a second session is tried, and the stalled one closed if that opens first (reconnect.ts). */
@@ -138,15 +140,51 @@ export interface FetchAheadTelemetry extends FetchAheadEvent {
  */
 export const FETCH_AHEAD_STANDING_WAIT_S = 0.05;
 
+/** Most segments `fetch_ahead: "queue"` keeps fetched ahead per media type. */
+export const FETCH_AHEAD_MAX_DEPTH = 4;
+
 /**
- * The segment `fetch_ahead` fetches after `q` (loader.ts LoaderOptions.fetchAhead): the next of
- * its representation's `$Number$` template (mpd.ts nextSegmentPath), in mode `standing` only
- * while the standing wait is at least FETCH_AHEAD_STANDING_WAIT_S; null for none.
+ * How many segments `fetch_ahead: "queue"` keeps requested beyond the one arriving. A player that
+ * asks for one segment at a time leaves its flow idle for each request's wait behind the queue; to
+ * stay busy it must have the bytes the flow carries in one wait already asked for: the request
+ * loop's bandwidth-delay product, rate × wait (Little's law; the standing queue is the delay). In
+ * segments of the rung being fetched: d = ⌈rate × wait ÷ segment bytes⌉ within [1,
+ * FETCH_AHEAD_MAX_DEPTH]. Small segments (a low rung next to a buffer filler: 75 kB at 300 kbit/s
+ * against 0.6–1 Mbit/s over a 2.5 s wait) get 3–4; a large one, whose own download outlasts the
+ * wait (1.5 MB at 6000 kbit/s), gets 1, so little is fetched at a rung the ABR may soon leave.
+ * @param wait_s the standing wait (abr.ts standingWaitS), s
+ * @param rate_bps what the flow gets, bit/s (the MPC's achievable throughput); not finite or ≤ 0: 1
+ * @param segment_bytes the segment's size (nominal: bandwidth × duration), bytes; not finite or ≤ 0: 1
  */
-export function fetchAheadPath(mode: "standing" | "always", templates: ReadonlyMap<string, NumberTemplate>, src: EstimateSource, q: FetchAheadQuery): string | null {
+export function fetchAheadDepth(wait_s: number, rate_bps: number, segment_bytes: number): number {
+  if (!(wait_s > 0) || !(rate_bps > 0) || !(segment_bytes > 0) || !Number.isFinite(rate_bps * wait_s) || !Number.isFinite(segment_bytes)) return 1;
+  return Math.max(1, Math.min(FETCH_AHEAD_MAX_DEPTH, Math.ceil((rate_bps * wait_s) / 8 / segment_bytes)));
+}
+
+/**
+ * The segments `fetch_ahead` fetches after `q` (loader.ts LoaderOptions.fetchAhead): the next of
+ * its representation's `$Number$` template (mpd.ts nextSegmentPath), in modes `standing` and
+ * `queue` only while the standing wait is at least FETCH_AHEAD_STANDING_WAIT_S; in mode `queue`
+ * the next `fetchAheadDepth(wait, rate_bps, nominal segment bytes)` of them, in order (fewer
+ * where the template ends); null for none.
+ * @param rate_bps what the flow gets, bit/s (mode `queue`; NaN: one segment)
+ */
+export function fetchAheadPath(mode: "standing" | "always" | "queue", templates: ReadonlyMap<string, NumberTemplate>, src: EstimateSource, q: FetchAheadQuery, rate_bps = Number.NaN): string | string[] | null {
   const t = q.rep_id !== null ? templates.get(q.rep_id) : undefined;
-  if (!t || (mode === "standing" && standingWaitS(src) < FETCH_AHEAD_STANDING_WAIT_S)) return null;
-  return nextSegmentPath(t, q.path, q.start_s);
+  if (!t) return null;
+  const wait_s = standingWaitS(src);
+  if (mode !== "always" && wait_s < FETCH_AHEAD_STANDING_WAIT_S) return null;
+  if (mode !== "queue") return nextSegmentPath(t, q.path, q.start_s);
+  const depth = fetchAheadDepth(wait_s, rate_bps, (t.bandwidth_bps * t.segment_s) / 8);
+  const paths: string[] = [];
+  let path = q.path;
+  for (let k = 0; k < depth; k++) {
+    const next = nextSegmentPath(t, path, q.start_s + k * t.segment_s);
+    if (next === null) break;
+    paths.push(next);
+    path = next;
+  }
+  return paths.length > 0 ? paths : null;
 }
 
 /** Telemetry: the MPD uses a feature the glue does not support (mpd.ts). */
@@ -208,7 +246,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
   if (tuner === "rl" && !(typeof model === "string" || model instanceof Uint8Array)) throw new TypeError('attachNuwa: cc.tuner "rl" needs cc.model (the .onnx URL or bytes)');
   const abr = o.abr ?? "nuwa";
   const fetch_ahead = o.fetch_ahead ?? "off";
-  if (fetch_ahead !== "off" && fetch_ahead !== "standing" && fetch_ahead !== "always") throw new TypeError(`attachNuwa: fetch_ahead must be "off", "standing" or "always", got ${String(fetch_ahead)}`);
+  if (fetch_ahead !== "off" && fetch_ahead !== "standing" && fetch_ahead !== "always" && fetch_ahead !== "queue") throw new TypeError(`attachNuwa: fetch_ahead must be "off", "standing", "always" or "queue", got ${String(fetch_ahead)}`);
   if (abr !== "nuwa" && abr !== "nuwa_rule" && abr !== "dashjs") throw new TypeError(`attachNuwa: abr must be "nuwa", "nuwa_rule" or "dashjs", got ${String(abr)}`);
   let attachment: NuwaAttachment | null = null;
   const rl =
@@ -317,7 +355,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
       ...(fetch_ahead === "off"
         ? {}
         : {
-            fetchAhead: (q) => fetchAheadPath(fetch_ahead, templates, src, q),
+            fetchAhead: (q) => fetchAheadPath(fetch_ahead, templates, src, q, fetch_ahead === "queue" ? 1000 * achievableKbps(src, history(q.media_type), share, false) : Number.NaN),
             onFetchAhead: (e) => o.onTelemetry?.({ type: "fetch_ahead", t_us: now_us(), ...e }),
           }),
     }),

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type NuwaRequest, NuwaRequestError, type NuwaResponse, type RequestOptions, type ResponseHead } from "../session.js";
-import { type CommonMediaRequest, type CommonMediaResponse, cmcdOf, failureStatus, fetchResumable, type LoadedRequest, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader, type RequestSession } from "./loader.js";
+import { type CommonMediaRequest, type CommonMediaResponse, cmcdOf, failureStatus, fetchResumable, type LoadedRequest, MAX_FETCH_AHEAD, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader, type RequestSession } from "./loader.js";
 
 type Handler = (req: NuwaRequest, o: RequestOptions) => Promise<NuwaResponse>;
 
@@ -522,6 +522,107 @@ describe("NuwaLoader: fetch-ahead (the next segment requested while this one arr
     off.load(p.req, p.res);
     await until(() => p.events.length > 0);
     expect(plain.calls).toHaveLength(1);
+  });
+});
+
+describe("NuwaLoader: several segments fetched ahead (fetch_ahead \"queue\")", () => {
+  type L = { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean; abort: (r?: CommonMediaRequest) => void };
+  const seg = (path: string, start_s: number) => {
+    const r = dashRequest(`https://h:1${path}`);
+    (r.req.customData as { request?: unknown }).request = { type: "MediaSegment", mediaType: "video", startTime: start_s, duration: 2, bandwidth: 700_000, representation: { id: "1" } };
+    return r;
+  };
+  const hang: Handler = (_req, o) => new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)));
+  // seg-N starts at 2 (N − 1) s; the answer names the two segments after the one arriving
+  const two = (q: import("./loader.js").FetchAheadQuery) => [`/v/seg-${q.start_s / 2 + 2}.m4s`, `/v/seg-${q.start_s / 2 + 3}.m4s`];
+
+  it("keeps them all in flight; dash.js takes them over in order, each asking only for the segments not yet fetched", async () => {
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    const done: LoadedRequest[] = [];
+    const s = fakeSession([serve(BYTES, 8), serve(BYTES.map((b) => b + 1), 8), serve(BYTES.map((b) => b + 2), 8), hang, hang]);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: two, onFetchAhead: (e) => void events.push(e), onComplete: (d) => void done.push(d) })() as L;
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0 && s.calls.length === 3);
+    expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/v/seg-1.m4s", "/v/seg-2.m4s", "/v/seg-3.m4s"]);
+    const b = seg("/v/seg-2.m4s", 2);
+    loader.load(b.req, b.res);
+    await until(() => b.events.length > 0 && s.calls.length === 4);
+    // seg-2 taken over, seg-3 kept, only seg-4 is new
+    expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/v/seg-1.m4s", "/v/seg-2.m4s", "/v/seg-3.m4s", "/v/seg-4.m4s"]);
+    expect([...new Uint8Array(b.res.data as ArrayBuffer)]).toEqual([...BYTES.map((x) => x + 1)]);
+    const c = seg("/v/seg-3.m4s", 4);
+    loader.load(c.req, c.res);
+    await until(() => c.events.length > 0);
+    expect([...new Uint8Array(c.res.data as ArrayBuffer)]).toEqual([...BYTES.map((x) => x + 2)]);
+    expect(events.map((e) => [e.path, e.outcome])).toEqual([["/v/seg-2.m4s", "used"], ["/v/seg-3.m4s", "used"]]);
+    expect(done.map((d) => d.fetched_ahead)).toEqual([undefined, true, true]);
+    await until(() => s.calls.length === 5); // seg-3's own first bytes asked for seg-4 (in flight) and seg-5
+    loader.abort();
+    expect(events.slice(2).map((e) => [e.path, e.outcome])).toEqual([["/v/seg-4.m4s", "discarded"], ["/v/seg-5.m4s", "discarded"]]);
+  });
+
+  it("a request past the first one fetched ahead discards the ones before it and keeps the ones after; another path discards them all", async () => {
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    let aborted = 0;
+    const counting: Handler = (_req, o) =>
+      new Promise((_res, rej) =>
+        o.signal?.addEventListener("abort", () => {
+          aborted++;
+          rej(o.signal?.reason);
+        }),
+      );
+    const s = fakeSession([serve(BYTES, 8), counting, serve(BYTES, 8), counting, counting]);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: two, onFetchAhead: (e) => void events.push(e) })() as L;
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0 && s.calls.length === 3);
+    const c = seg("/v/seg-3.m4s", 4); // seg-2 skipped (a seek within the buffer)
+    loader.load(c.req, c.res);
+    await until(() => c.events.length > 0 && s.calls.length === 5);
+    expect(c.res.status).toBe(200);
+    expect(events.map((e) => [e.path, e.outcome])).toEqual([["/v/seg-2.m4s", "discarded"], ["/v/seg-3.m4s", "used"]]);
+    expect(s.calls.map((x) => x.op === "get" && x.path).slice(3)).toEqual(["/v/seg-4.m4s", "/v/seg-5.m4s"]);
+    const other = seg("/v/other-rung-4.m4s", 6); // the ABR chose another rung
+    loader.load(other.req, other.res);
+    await until(() => events.length === 4);
+    expect(events.slice(2).map((e) => [e.path, e.outcome])).toEqual([["/v/seg-4.m4s", "discarded"], ["/v/seg-5.m4s", "discarded"]]);
+    expect(aborted).toBe(3);
+  });
+
+  it("a shallower answer later keeps the segments already on their way", async () => {
+    const events: import("./loader.js").FetchAheadEvent[] = [];
+    const s = fakeSession([serve(BYTES, 8), serve(BYTES, 8), hang, hang]);
+    // three ahead while the first segment arrives, then one (the standing wait fell)
+    const shrinking = (q: import("./loader.js").FetchAheadQuery) => {
+      const n = q.start_s / 2 + 2;
+      return q.start_s === 0 ? [`/v/seg-${n}.m4s`, `/v/seg-${n + 1}.m4s`, `/v/seg-${n + 2}.m4s`] : [`/v/seg-${n}.m4s`];
+    };
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: shrinking, onFetchAhead: (e) => void events.push(e) })() as L;
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0 && s.calls.length === 4);
+    const b = seg("/v/seg-2.m4s", 2);
+    loader.load(b.req, b.res);
+    await until(() => b.events.length > 0);
+    await new Promise((r) => setTimeout(r, 0));
+    // seg-2's answer names only seg-3: seg-4, also on its way, is not thrown away, and nothing new is asked for
+    expect(events.map((e) => [e.path, e.outcome])).toEqual([["/v/seg-2.m4s", "used"]]);
+    expect(s.calls).toHaveLength(4);
+    loader.abort();
+    expect(events.slice(1).map((e) => [e.path, e.outcome])).toEqual([["/v/seg-3.m4s", "discarded"], ["/v/seg-4.m4s", "discarded"]]);
+  });
+
+  it("never keeps more than MAX_FETCH_AHEAD of one media type", async () => {
+    const s = fakeSession([serve(BYTES, 8), ...Array.from({ length: 20 }, () => hang)]);
+    const many = (q: import("./loader.js").FetchAheadQuery) => Array.from({ length: 20 }, (_, k) => `/v/seg-${q.start_s / 2 + 2 + k}.m4s`);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: many })() as L;
+    const a = seg("/v/seg-1.m4s", 0);
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(s.calls).toHaveLength(1 + MAX_FETCH_AHEAD);
+    loader.abort();
   });
 });
 

@@ -39,10 +39,12 @@
  * trip plus any queue standing at the bottleneck; next to a download that keeps a deep buffer
  * full that wait is 0.3–1.5 s a segment and the video's share of the link falls
  * (docs/BENCHMARKS.md, twenty-ninth session). When the first bytes of a media segment arrive,
- * the loader may request the next segment of the same representation (the path `fetchAhead`
- * returns); dash.js's own request for that path then takes over the transfer in progress (or
- * done), and any other request of that media type discards it (aborted; `onFetchAhead` says
- * so, with the bytes it had).
+ * the loader may request the next segments of the same representation (the paths `fetchAhead`
+ * returns, in playback order: one, or several when the wait is longer than a segment); dash.js's
+ * own request for one of those paths then takes over the transfer in progress (or done), any
+ * fetched ahead for segments before it are discarded (aborted; `onFetchAhead` says so, with the
+ * bytes each had), and those after it stay (also when a later answer names fewer); a request of
+ * that media type for any other path discards them all.
  */
 import { NuwaRequestError, type NuwaResponse, type NuwaSession, type ResponseHead } from "../session.js";
 
@@ -100,9 +102,11 @@ export interface LoaderOptions {
   onManifest?: (text: string, url: string) => Error | null;
   /**
    * Fetch-ahead (module doc): called once per whole-file media segment request, when its first
-   * bytes arrive; returns the URL path of the segment to fetch ahead, or null for none.
+   * bytes arrive; returns the URL path of the segment to fetch ahead, or the paths of the
+   * segments after it in playback order (at most MAX_FETCH_AHEAD are kept), or null for none.
+   * Segments already fetched ahead stay until dash.js asks for them or for another path.
    */
-  fetchAhead?: (q: FetchAheadQuery) => string | null;
+  fetchAhead?: (q: FetchAheadQuery) => string | readonly string[] | null;
   /** What became of each segment fetched ahead: taken over by dash.js's request, discarded unused, or failed. */
   onFetchAhead?: (e: FetchAheadEvent) => void;
 }
@@ -152,6 +156,9 @@ export interface LoadedRequest {
    */
   fetched_ahead?: boolean;
 }
+
+/** Most segments of one media type the loader keeps fetched ahead (`LoaderOptions.fetchAhead`). */
+export const MAX_FETCH_AHEAD = 8;
 
 export const DEFAULT_LOADER_OPTIONS: Readonly<LoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
 
@@ -345,39 +352,68 @@ function startTransfer(session: () => Promise<RequestSession>, path: string, ran
  */
 export function makeNuwaLoader(session: () => Promise<RequestSession>, options: Partial<LoaderOptions> = {}): () => object {
   const o = { ...DEFAULT_LOADER_OPTIONS, ...options };
-  // Segments fetched ahead, one per media type at most; shared by every loader dash.js makes.
-  const ahead = new Map<string, { t: Transfer; timer: ReturnType<typeof setTimeout> }>(); // media type → its segment fetched ahead
+  // Segments fetched ahead, in playback order, per media type; shared by every loader dash.js makes.
+  type Ahead = { t: Transfer; timer: ReturnType<typeof setTimeout> };
+  const ahead = new Map<string, Ahead[]>(); // media type → its segments fetched ahead
   const last_complete_ms = new Map<string, number>(); // per media type: the previous segment's completion
-  const dropAhead = (media_type: string, outcome: "discarded" | "failed") => {
-    const a = ahead.get(media_type);
-    if (!a) return;
-    ahead.delete(media_type);
+  const release = (media_type: string, a: Ahead, outcome: "used" | "discarded" | "failed") => {
     clearTimeout(a.timer);
     if (outcome === "discarded") a.t.ac.abort(new DOMException("fetch-ahead discarded", "AbortError"));
     o.onFetchAhead?.({ path: a.t.path, media_type, outcome, bytes: a.t.loaded });
   };
-  /** dash.js's request for `path`: the transfer fetched ahead for it, if any; any other one of that media type is discarded. */
+  const dropAhead = (media_type: string, keep: (a: Ahead) => boolean = () => false) => {
+    const list = ahead.get(media_type);
+    if (!list) return;
+    const kept = list.filter(keep);
+    for (const a of list) if (!kept.includes(a)) release(media_type, a, a.t.failed ? "failed" : "discarded");
+    if (kept.length > 0) ahead.set(media_type, kept);
+    else ahead.delete(media_type);
+  };
+  /**
+   * dash.js's request for `path`: the transfer fetched ahead for it, if any (those fetched for
+   * segments before it are discarded, those after it kept); with none for it, every one of that
+   * media type is discarded.
+   */
   const takeAhead = (media_type: string, path: string): Transfer | null => {
-    const a = ahead.get(media_type);
-    if (!a) return null;
-    if (a.t.path !== path || a.t.failed) {
-      dropAhead(media_type, a.t.failed ? "failed" : "discarded");
+    const list = ahead.get(media_type);
+    if (!list) return null;
+    const i = list.findIndex((a) => a.t.path === path);
+    if (i < 0 || list[i]!.t.failed) {
+      dropAhead(media_type);
       return null;
     }
-    ahead.delete(media_type);
-    clearTimeout(a.timer);
-    o.onFetchAhead?.({ path, media_type, outcome: "used", bytes: a.t.loaded });
+    const a = list[i]!;
+    dropAhead(media_type, (b) => list.indexOf(b) >= i); // the ones before it: skipped (a seek, a lost request)
+    const rest = list.slice(i + 1);
+    if (rest.length > 0) ahead.set(media_type, rest);
+    else ahead.delete(media_type);
+    release(media_type, a, "used");
     return a.t;
   };
-  const startAhead = (media_type: string, path: string) => {
-    if (ahead.get(media_type)?.t.path === path) return;
-    dropAhead(media_type, "discarded");
-    const t = startTransfer(session, path, undefined, o.max_resumes);
-    // Never taken within a request's deadline (dash.js stopped, seeked elsewhere): let it go.
-    const timer = setTimeout(() => {
-      if (ahead.get(media_type)?.t === t) dropAhead(media_type, t.failed ? "failed" : "discarded");
-    }, o.default_timeout_ms);
-    ahead.set(media_type, { t, timer });
+  /**
+   * Fetch `paths` ahead (playback order) where not fetched ahead already. Those already fetched
+   * ahead stay, named or not (a shallower answer does not throw away segments on their way: dash.js's
+   * request for another path discards them, takeAhead); at most MAX_FETCH_AHEAD per media type.
+   */
+  const startAhead = (media_type: string, paths: readonly string[]) => {
+    const list = ahead.get(media_type) ?? [];
+    for (const path of paths) {
+      if (list.length >= MAX_FETCH_AHEAD) break;
+      if (list.some((a) => a.t.path === path)) continue;
+      const t = startTransfer(session, path, undefined, o.max_resumes);
+      // Never taken within a request's deadline (dash.js stopped, seeked elsewhere): let it go.
+      const timer = setTimeout(() => {
+        const cur = ahead.get(media_type);
+        const a = cur?.find((x) => x.t === t);
+        if (!a || !cur) return;
+        const rest = cur.filter((x) => x !== a);
+        if (rest.length > 0) ahead.set(media_type, rest);
+        else ahead.delete(media_type);
+        release(media_type, a, t.failed ? "failed" : "discarded");
+      }, o.default_timeout_ms);
+      list.push({ t, timer });
+    }
+    if (list.length > 0) ahead.set(media_type, list);
   };
   return function NuwaLoader() {
     const inflight = new Map<CommonMediaRequest, () => void>();
@@ -461,7 +497,8 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         if (!asked_ahead && n > 0) {
           asked_ahead = true;
           const next = o.fetchAhead!({ path: url.pathname, media_type: media_type!, rep_id, start_s, segment_s });
-          if (next !== null && next !== url.pathname) startAhead(media_type!, next);
+          const paths = (next === null ? [] : typeof next === "string" ? [next] : next).filter((p) => p !== url.pathname);
+          if (paths.length > 0) startAhead(media_type!, paths);
         }
         if (!pending) {
           pending = true;
@@ -537,7 +574,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         return;
       }
       for (const a of [...inflight.values()]) a();
-      for (const m of [...ahead.keys()]) dropAhead(m, "discarded");
+      for (const m of [...ahead.keys()]) dropAhead(m);
     }
     return { load, abort, reset: () => abort(), resetInitialSettings: () => abort(), getXhr: () => null };
   };
