@@ -48,21 +48,23 @@ for key in sorted({(r["setting"], r["trace"], r["scheme"]) for r in rows}):
           f"{statistics.mean(r['qoe'] for r in rs):.2f} ({qs}) | {statistics.mean(r['kbps'] for r in rs):.0f} | {share} |")
 
 print()
-print("| run | first switch to sender-driven, s | page stalls before 20 s, s | after 20 s, s |")
-print("|---|---|---|---|")
+print("| run | QUIC connections | first switch to sender-driven, s | page stalls before 20 s, s | after 20 s, s |")
+print("|---|---|---|---|---|")
 for r in rows:
     d = r["dir"]
     if (d / "timeline.json").exists():
         t = json.loads((d / "timeline.json").read_text())
-        stalls, sw = t["stalls_s"], [s for s, mode in t["switches_s"] if mode == "sender"]
+        stalls, sw = t["stalls_s"], sorted(s for s, mode in t["switches_s"] if mode == "sender")
+        conns = t.get("connections", "–")
     elif (d / "page.json").exists():
         p = json.loads((d / "page.json").read_text())
         stalls = [[s["start_us"] / 1e6, (s["end_us"] - s["start_us"]) / 1e6] for s in p["stalls"]]
         ev = [json.loads(x) for f in d.glob("server/*/events.jsonl") for x in open(f) if x.strip()]
         t0 = min((e["time_us"] for e in ev if e["event"] == "config"), default=0)
-        sw = [(e["t_us"] - t0) / 1e6 for e in ev if e["event"] == "switch" and e["to_mode"] == "sender"]
+        sw = sorted((e["t_us"] - t0) / 1e6 for e in ev if e["event"] == "switch" and e["to_mode"] == "sender")
+        conns = len({f.parent.name.split("-")[1] for f in d.glob("server/*/events.jsonl")})
     else:
         continue
     early = sum(x for s, x in stalls if s < 20)
     late = sum(x for s, x in stalls if s >= 20)
-    print(f"| {r['run']} | {f'{sw[0]:.1f}' if sw else '–'} | {early:.1f} | {late:.1f} |")
+    print(f"| {r['run']} | {conns} | {f'{sw[0]:.1f}' if sw else '–'} | {early:.1f} | {late:.1f} |")
