@@ -55,9 +55,7 @@ export interface SessionOptions {
    * long, ms (0: never). A server that died without closing (crash, restart,
    * route gone) is otherwise only noticed at QUIC's idle timeout (RFC 9000
    * §10.1, tens of seconds in Chromium). Default 4000 with `onStall`
-   * (DEFAULT_STALL_TIMEOUT_MS), 20000 without (DEFAULT_CLOSE_ON_STALL_MS). Behind a
-   * standing queue the frames measured, a silence must also outlast STALL_QUEUE_RTTS of the
-   * path's round trips (at most MAX_QUEUE_STALL_MS; NuwaSession.stallAfterUs).
+   * (DEFAULT_STALL_TIMEOUT_MS), 20000 without (DEFAULT_CLOSE_ON_STALL_MS).
    */
   stall_timeout_ms?: number;
   /**
@@ -72,18 +70,6 @@ export interface SessionOptions {
 
 /** Default `stall_timeout_ms` when an `onStall` handler decides what a stall means (reconnect.ts). */
 export const DEFAULT_STALL_TIMEOUT_MS = 4000;
-/**
- * A silence is not a stall before this many round trips of the path as the last frames saw it
- * (their queuing delay + the min RTT; session.ts `stallAfterUs`). Behind a standing queue the
- * connection's own loss recovery can be silent that long: one probe timeout and its first backoff,
- * PTO + 2·PTO, with PTO = srtt + 4·rttvar ≈ 2·srtt (RFC 9002 §6.2.1, §6.2.2 with rttvar ≈ srtt/4):
- * 6·srtt. Next to a Cubic download on a 1,000-packet queue the page was silent 5.8–11.4 s after
- * frames that had waited 1.4–6.6 s, and the stall watchdog replaced a live connection in 9 of 16
- * runs (docs/BENCHMARKS.md, forty-eighth session).
- */
-export const STALL_QUEUE_RTTS = 6;
-/** The most `STALL_QUEUE_RTTS` extends a stall timeout to, ms: under Chromium's QUIC idle timeout (30 s). */
-export const MAX_QUEUE_STALL_MS = 20_000;
 /**
  * Default `stall_timeout_ms` without an `onStall` handler, when a stall closes the
  * session: longer than the real outages in our traces (12 s on Lumos LTE), so a

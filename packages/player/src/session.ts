@@ -20,7 +20,6 @@ import {
   chooseTransport,
   DEFAULT_CLOSE_ON_STALL_MS,
   DEFAULT_STALL_TIMEOUT_MS,
-  MAX_QUEUE_STALL_MS,
   type NuwaRequest,
   NuwaRequestError,
   type NuwaResponse,
@@ -28,7 +27,6 @@ import {
   type ResponseHead,
   type SessionMode,
   type SessionOptions,
-  STALL_QUEUE_RTTS,
   type TelemetryEvent,
   type TransportKind,
 } from "./session-api.js";
@@ -39,7 +37,6 @@ export {
   chooseTransport,
   DEFAULT_CLOSE_ON_STALL_MS,
   DEFAULT_STALL_TIMEOUT_MS,
-  MAX_QUEUE_STALL_MS,
   type NuwaRequest,
   NuwaRequestError,
   type NuwaResponse,
@@ -48,7 +45,6 @@ export {
   type ResponseHead,
   type SessionMode,
   type SessionOptions,
-  STALL_QUEUE_RTTS,
   type TelemetryEvent,
   type TransportKind,
 } from "./session-api.js";
@@ -61,9 +57,6 @@ function hexToBytes(hex: string): Uint8Array {
 }
 
 /** One open request: how to fail it now, and how many frame bytes it has counted. */
-/** How long the largest recent queuing delay is remembered for the stall watchdog (NuwaSession.stallAfterUs), µs. */
-const QUEUE_MEMORY_US = 2_000_000;
-
 interface OpenRequest {
   fail: (err: NuwaRequestError) => void;
 }
@@ -86,9 +79,6 @@ export class NuwaSession {
   private last_send_time_us = 0;
   private last_recv_us = 0;
   private last_activity_us: number;
-  /** The largest queuing delay of the frames of the last QUEUE_MEMORY_US, µs, and when that span began. */
-  private recent_qd_us = 0;
-  private recent_qd_since_us = 0;
   private active_requests = 0;
   private close_reason: string | null = null;
   private stall_reported = false;
@@ -179,9 +169,8 @@ export class NuwaSession {
     if (this.close_reason !== null) return;
     const t = this.clock_us();
     this.controller.tick(t, this.active_requests > 0);
-    // Stall watchdog: requests open and nothing received for stall_timeout (a dead server sends no CONNECTION_CLOSE),
-    // or longer behind a standing queue (stallAfterUs).
-    if (this.stall_timeout_us > 0 && !this.stall_reported && this.active_requests > 0 && t - this.last_activity_us > this.stallAfterUs) {
+    // Stall watchdog: requests open and nothing received for stall_timeout (a dead server sends no CONNECTION_CLOSE).
+    if (this.stall_timeout_us > 0 && !this.stall_reported && this.active_requests > 0 && t - this.last_activity_us > this.stall_timeout_us) {
       const silent_ms = (t - this.last_activity_us) / 1000;
       if (!this.opts.onStall) {
         this.close(`stalled: nothing received for ${silent_ms.toFixed(0)} ms with ${this.active_requests} request(s) open`);
@@ -215,28 +204,9 @@ export class NuwaSession {
     this.emit({ type: "grant", t_us, grant_seq: this.grant_seq, window_bytes, cum_received_bytes: cum });
   }
 
-  /**
-   * How long a silence with requests open must last to be a stall, µs: `stall_timeout_ms`, or
-   * STALL_QUEUE_RTTS round trips of the path as the last frames saw it (the largest queuing delay
-   * of the frames of the last QUEUE_MEMORY_US + the min RTT) when that is longer, at most
-   * MAX_QUEUE_STALL_MS (and never below `stall_timeout_ms`). A frame's queuing delay is Eq. 1's
-   * (controller.ts `rawQueuingDelayMs`): a silence behind a queue the frames already measured is
-   * the connection waiting its turn, not a dead server.
-   */
-  get stallAfterUs(): number {
-    const rtt_us = Number.isFinite(this.controller.minRttSampleUs) ? this.controller.minRttSampleUs : 0;
-    const queue_us = this.recent_qd_us > 0 ? Math.min(MAX_QUEUE_STALL_MS * 1000, STALL_QUEUE_RTTS * (this.recent_qd_us + rtt_us)) : 0;
-    return Math.max(this.stall_timeout_us, queue_us);
-  }
-
   private onFrames(frames: Frame[], t_us: number): void {
     for (const f of frames) {
       const decision = this.controller.onFrame(f.header.send_time_us, t_us, f.size_bytes);
-      const qd_us = Math.max(0, this.controller.rawQueuingDelayMs * 1000);
-      if (t_us - this.recent_qd_since_us > QUEUE_MEMORY_US) {
-        this.recent_qd_us = qd_us;
-        this.recent_qd_since_us = t_us;
-      } else if (qd_us > this.recent_qd_us) this.recent_qd_us = qd_us;
       this.last_send_time_us = f.header.send_time_us;
       this.last_recv_us = t_us;
       this.emit({ type: "frame", t_us, seq: f.header.seq, send_time_us: f.header.send_time_us, size_bytes: f.size_bytes, decision });
