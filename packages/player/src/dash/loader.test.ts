@@ -422,13 +422,17 @@ describe("NuwaLoader: ranges, CMCD, the manifest check (issue 19)", () => {
   });
 });
 
+/** The loader as the fetch-ahead tests drive it. */
+type AheadLoader = { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean; abort: (r?: CommonMediaRequest) => void };
+
+/** dash.js's request for a 2 s video segment of representation "1" starting at `start_s`. */
+function aheadSegment(path: string, start_s: number) {
+  const r = dashRequest(`https://h:1${path}`);
+  (r.req.customData as { request?: unknown }).request = { type: "MediaSegment", mediaType: "video", startTime: start_s, duration: 2, bandwidth: 700_000, representation: { id: "1" } };
+  return r;
+}
+
 describe("NuwaLoader: fetch-ahead (the next segment requested while this one arrives)", () => {
-  type L = { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean; abort: (r?: CommonMediaRequest) => void };
-  const seg = (path: string, start_s: number) => {
-    const r = dashRequest(`https://h:1${path}`);
-    (r.req.customData as { request?: unknown }).request = { type: "MediaSegment", mediaType: "video", startTime: start_s, duration: 2, bandwidth: 700_000, representation: { id: "1" } };
-    return r;
-  };
   const next = (q: import("./loader.js").FetchAheadQuery) => `/v/seg-${q.start_s / 2 + 2}.m4s`; // seg-1 starts at 0
 
   it("asks once a segment's first bytes are in; dash.js's request for that segment takes the transfer over, with no second fetch", async () => {
@@ -436,13 +440,13 @@ describe("NuwaLoader: fetch-ahead (the next segment requested while this one arr
     const events: import("./loader.js").FetchAheadEvent[] = [];
     const done: LoadedRequest[] = [];
     const s = fakeSession([serve(BYTES, 8), serve(BYTES.map((b) => b + 100), 8)]);
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (queries.push(q), next(q)), onFetchAhead: (e) => void events.push(e), onComplete: (d) => void done.push(d) })() as L;
-    const a = seg("/v/seg-1.m4s", 0);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (queries.push(q), next(q)), onFetchAhead: (e) => void events.push(e), onComplete: (d) => void done.push(d) })() as AheadLoader;
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0);
     expect(queries).toEqual([{ path: "/v/seg-1.m4s", media_type: "video", rep_id: "1", start_s: 0, segment_s: 2 }]);
     expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/v/seg-1.m4s", "/v/seg-2.m4s"]);
-    const b = seg("/v/seg-2.m4s", 2);
+    const b = aheadSegment("/v/seg-2.m4s", 2);
     loader.load(b.req, b.res);
     await until(() => b.events.length > 0);
     expect(b.events).toEqual(["loadend"]);
@@ -466,11 +470,11 @@ describe("NuwaLoader: fetch-ahead (the next segment requested while this one arr
       return new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)));
     };
     const s = fakeSession([serve(BYTES, 8), hang, serve(BYTES, 8)]);
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: next, onFetchAhead: (e) => void events.push(e) })() as L;
-    const a = seg("/v/seg-1.m4s", 0);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: next, onFetchAhead: (e) => void events.push(e) })() as AheadLoader;
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0 && ahead_signal !== undefined);
-    const c = seg("/v/other-rung-2.m4s", 2); // the ABR chose another rung
+    const c = aheadSegment("/v/other-rung-2.m4s", 2); // the ABR chose another rung
     loader.load(c.req, c.res);
     await until(() => c.events.length > 0);
     expect(ahead_signal!.aborted).toBe(true);
@@ -485,12 +489,12 @@ describe("NuwaLoader: fetch-ahead (the next segment requested while this one arr
       throw new NuwaRequestError("not found", 404, "http");
     };
     const s = fakeSession([serve(BYTES, 8), fail, serve(BYTES, 8)]);
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (q.start_s === 0 ? next(q) : null), onFetchAhead: (e) => void events.push(e) })() as L;
-    const a = seg("/v/seg-1.m4s", 0);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (q.start_s === 0 ? next(q) : null), onFetchAhead: (e) => void events.push(e) })() as AheadLoader;
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0 && s.calls.length === 2);
     await new Promise((r) => setTimeout(r, 0));
-    const b = seg("/v/seg-2.m4s", 2);
+    const b = aheadSegment("/v/seg-2.m4s", 2);
     loader.load(b.req, b.res);
     await until(() => b.events.length > 0);
     expect(events[0]).toMatchObject({ path: "/v/seg-2.m4s", outcome: "failed" });
@@ -502,23 +506,23 @@ describe("NuwaLoader: fetch-ahead (the next segment requested while this one arr
     const asked: string[] = [];
     const s = fakeSession([serve(BYTES, 8), serve(BYTES, 8), serve(BYTES, 8), (_r, o) => new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)))]);
     const events: import("./loader.js").FetchAheadEvent[] = [];
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (asked.push(q.path), next(q)), onFetchAhead: (e) => void events.push(e) })() as L;
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: (q) => (asked.push(q.path), next(q)), onFetchAhead: (e) => void events.push(e) })() as AheadLoader;
     const m = dashRequest("https://h:1/v/manifest.mpd");
     (m.req.customData as { request?: unknown }).request = { type: "MPD" };
     loader.load(m.req, m.res);
-    const r = seg("/v/seg-1.m4s", 0);
+    const r = aheadSegment("/v/seg-1.m4s", 0);
     r.req.headers = { Range: "bytes=0-9" };
     loader.load(r.req, r.res);
     await until(() => m.events.length > 0 && r.events.length > 0);
     expect(asked).toEqual([]);
-    const a = seg("/v/seg-1.m4s", 0);
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0 && s.calls.length === 4);
     loader.abort(); // dash.js's reset
     expect(events).toEqual([{ path: "/v/seg-2.m4s", media_type: "video", outcome: "discarded", bytes: 0 }]);
     const plain = fakeSession([serve(BYTES, 8)]);
-    const off = makeNuwaLoader(async () => plain)() as L;
-    const p = seg("/v/seg-1.m4s", 0);
+    const off = makeNuwaLoader(async () => plain)() as AheadLoader;
+    const p = aheadSegment("/v/seg-1.m4s", 0);
     off.load(p.req, p.res);
     await until(() => p.events.length > 0);
     expect(plain.calls).toHaveLength(1);
@@ -526,12 +530,6 @@ describe("NuwaLoader: fetch-ahead (the next segment requested while this one arr
 });
 
 describe("NuwaLoader: several segments fetched ahead (fetch_ahead \"queue\")", () => {
-  type L = { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean; abort: (r?: CommonMediaRequest) => void };
-  const seg = (path: string, start_s: number) => {
-    const r = dashRequest(`https://h:1${path}`);
-    (r.req.customData as { request?: unknown }).request = { type: "MediaSegment", mediaType: "video", startTime: start_s, duration: 2, bandwidth: 700_000, representation: { id: "1" } };
-    return r;
-  };
   const hang: Handler = (_req, o) => new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)));
   // seg-N starts at 2 (N − 1) s; the answer names the two segments after the one arriving
   const two = (q: import("./loader.js").FetchAheadQuery) => [`/v/seg-${q.start_s / 2 + 2}.m4s`, `/v/seg-${q.start_s / 2 + 3}.m4s`];
@@ -540,18 +538,18 @@ describe("NuwaLoader: several segments fetched ahead (fetch_ahead \"queue\")", (
     const events: import("./loader.js").FetchAheadEvent[] = [];
     const done: LoadedRequest[] = [];
     const s = fakeSession([serve(BYTES, 8), serve(BYTES.map((b) => b + 1), 8), serve(BYTES.map((b) => b + 2), 8), hang, hang]);
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: two, onFetchAhead: (e) => void events.push(e), onComplete: (d) => void done.push(d) })() as L;
-    const a = seg("/v/seg-1.m4s", 0);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: two, onFetchAhead: (e) => void events.push(e), onComplete: (d) => void done.push(d) })() as AheadLoader;
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0 && s.calls.length === 3);
     expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/v/seg-1.m4s", "/v/seg-2.m4s", "/v/seg-3.m4s"]);
-    const b = seg("/v/seg-2.m4s", 2);
+    const b = aheadSegment("/v/seg-2.m4s", 2);
     loader.load(b.req, b.res);
     await until(() => b.events.length > 0 && s.calls.length === 4);
     // seg-2 taken over, seg-3 kept, only seg-4 is new
     expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/v/seg-1.m4s", "/v/seg-2.m4s", "/v/seg-3.m4s", "/v/seg-4.m4s"]);
     expect([...new Uint8Array(b.res.data as ArrayBuffer)]).toEqual([...BYTES.map((x) => x + 1)]);
-    const c = seg("/v/seg-3.m4s", 4);
+    const c = aheadSegment("/v/seg-3.m4s", 4);
     loader.load(c.req, c.res);
     await until(() => c.events.length > 0);
     expect([...new Uint8Array(c.res.data as ArrayBuffer)]).toEqual([...BYTES.map((x) => x + 2)]);
@@ -573,17 +571,17 @@ describe("NuwaLoader: several segments fetched ahead (fetch_ahead \"queue\")", (
         }),
       );
     const s = fakeSession([serve(BYTES, 8), counting, serve(BYTES, 8), counting, counting]);
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: two, onFetchAhead: (e) => void events.push(e) })() as L;
-    const a = seg("/v/seg-1.m4s", 0);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: two, onFetchAhead: (e) => void events.push(e) })() as AheadLoader;
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0 && s.calls.length === 3);
-    const c = seg("/v/seg-3.m4s", 4); // seg-2 skipped (a seek within the buffer)
+    const c = aheadSegment("/v/seg-3.m4s", 4); // seg-2 skipped (a seek within the buffer)
     loader.load(c.req, c.res);
     await until(() => c.events.length > 0 && s.calls.length === 5);
     expect(c.res.status).toBe(200);
     expect(events.map((e) => [e.path, e.outcome])).toEqual([["/v/seg-2.m4s", "discarded"], ["/v/seg-3.m4s", "used"]]);
     expect(s.calls.map((x) => x.op === "get" && x.path).slice(3)).toEqual(["/v/seg-4.m4s", "/v/seg-5.m4s"]);
-    const other = seg("/v/other-rung-4.m4s", 6); // the ABR chose another rung
+    const other = aheadSegment("/v/other-rung-4.m4s", 6); // the ABR chose another rung
     loader.load(other.req, other.res);
     await until(() => events.length === 4);
     expect(events.slice(2).map((e) => [e.path, e.outcome])).toEqual([["/v/seg-4.m4s", "discarded"], ["/v/seg-5.m4s", "discarded"]]);
@@ -598,11 +596,11 @@ describe("NuwaLoader: several segments fetched ahead (fetch_ahead \"queue\")", (
       const n = q.start_s / 2 + 2;
       return q.start_s === 0 ? [`/v/seg-${n}.m4s`, `/v/seg-${n + 1}.m4s`, `/v/seg-${n + 2}.m4s`] : [`/v/seg-${n}.m4s`];
     };
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: shrinking, onFetchAhead: (e) => void events.push(e) })() as L;
-    const a = seg("/v/seg-1.m4s", 0);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: shrinking, onFetchAhead: (e) => void events.push(e) })() as AheadLoader;
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0 && s.calls.length === 4);
-    const b = seg("/v/seg-2.m4s", 2);
+    const b = aheadSegment("/v/seg-2.m4s", 2);
     loader.load(b.req, b.res);
     await until(() => b.events.length > 0);
     await new Promise((r) => setTimeout(r, 0));
@@ -616,8 +614,8 @@ describe("NuwaLoader: several segments fetched ahead (fetch_ahead \"queue\")", (
   it("never keeps more than MAX_FETCH_AHEAD of one media type", async () => {
     const s = fakeSession([serve(BYTES, 8), ...Array.from({ length: 20 }, () => hang)]);
     const many = (q: import("./loader.js").FetchAheadQuery) => Array.from({ length: 20 }, (_, k) => `/v/seg-${q.start_s / 2 + 2 + k}.m4s`);
-    const loader = makeNuwaLoader(async () => s, { fetchAhead: many })() as L;
-    const a = seg("/v/seg-1.m4s", 0);
+    const loader = makeNuwaLoader(async () => s, { fetchAhead: many })() as AheadLoader;
+    const a = aheadSegment("/v/seg-1.m4s", 0);
     loader.load(a.req, a.res);
     await until(() => a.events.length > 0);
     await new Promise((r) => setTimeout(r, 0));

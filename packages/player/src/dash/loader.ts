@@ -361,18 +361,18 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
     if (outcome === "discarded") a.t.ac.abort(new DOMException("fetch-ahead discarded", "AbortError"));
     o.onFetchAhead?.({ path: a.t.path, media_type, outcome, bytes: a.t.loaded });
   };
-  const dropAhead = (media_type: string, keep: (a: Ahead) => boolean = () => false) => {
-    const list = ahead.get(media_type);
-    if (!list) return;
-    const kept = list.filter(keep);
-    for (const a of list) if (!kept.includes(a)) release(media_type, a, a.t.failed ? "failed" : "discarded");
-    if (kept.length > 0) ahead.set(media_type, kept);
-    else ahead.delete(media_type);
+  const discard = (media_type: string, a: Ahead) => release(media_type, a, a.t.failed ? "failed" : "discarded");
+  const setAhead = (media_type: string, list: Ahead[]) => (list.length > 0 ? ahead.set(media_type, list) : ahead.delete(media_type));
+  /** Discard every segment of `media_type` fetched ahead. */
+  const dropAhead = (media_type: string) => {
+    const list = ahead.get(media_type) ?? [];
+    ahead.delete(media_type);
+    for (const a of list) discard(media_type, a);
   };
   /**
    * dash.js's request for `path`: the transfer fetched ahead for it, if any (those fetched for
-   * segments before it are discarded, those after it kept); with none for it, every one of that
-   * media type is discarded.
+   * segments before it are discarded: skipped by a seek or a lost request; those after it kept);
+   * with none for it, every one of that media type is discarded.
    */
   const takeAhead = (media_type: string, path: string): Transfer | null => {
     const list = ahead.get(media_type);
@@ -382,13 +382,10 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       dropAhead(media_type);
       return null;
     }
-    const a = list[i]!;
-    dropAhead(media_type, (b) => list.indexOf(b) >= i); // the ones before it: skipped (a seek, a lost request)
-    const rest = list.slice(i + 1);
-    if (rest.length > 0) ahead.set(media_type, rest);
-    else ahead.delete(media_type);
-    release(media_type, a, "used");
-    return a.t;
+    setAhead(media_type, list.slice(i + 1));
+    for (const a of list.slice(0, i)) discard(media_type, a);
+    release(media_type, list[i]!, "used");
+    return list[i]!.t;
   };
   /**
    * Fetch `paths` ahead (playback order) where not fetched ahead already. Those already fetched
@@ -403,17 +400,15 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       const t = startTransfer(session, path, undefined, o.max_resumes);
       // Never taken within a request's deadline (dash.js stopped, seeked elsewhere): let it go.
       const timer = setTimeout(() => {
-        const cur = ahead.get(media_type);
-        const a = cur?.find((x) => x.t === t);
-        if (!a || !cur) return;
-        const rest = cur.filter((x) => x !== a);
-        if (rest.length > 0) ahead.set(media_type, rest);
-        else ahead.delete(media_type);
-        release(media_type, a, t.failed ? "failed" : "discarded");
+        const cur = ahead.get(media_type) ?? [];
+        const a = cur.find((x) => x.t === t);
+        if (!a) return;
+        setAhead(media_type, cur.filter((x) => x !== a));
+        discard(media_type, a);
       }, o.default_timeout_ms);
       list.push({ t, timer });
     }
-    if (list.length > 0) ahead.set(media_type, list);
+    setAhead(media_type, list);
   };
   return function NuwaLoader() {
     const inflight = new Map<CommonMediaRequest, () => void>();
