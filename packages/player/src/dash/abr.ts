@@ -9,7 +9,7 @@
  *    and returns the decision with its reason.
  */
 import type { NuwaController } from "@nuwa/cc";
-import { MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcHysteresis, robustThroughputKbps, transferShare } from "./mpc.js";
+import { firstProbeRung, MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcHysteresis, robustThroughputKbps, transferShare } from "./mpc.js";
 
 /** A source of the current estimate in kbit/s (dash.js's unit) and the latency in ms. */
 export interface EstimateSource {
@@ -387,6 +387,8 @@ export interface NuwaMpcOptions {
   /** Switch hysteresis (mpc.ts mpcHysteresis; defaults MPC_DEFAULTS.down_switch_margin, .up_hold_segments). */
   down_switch_margin?: number;
   up_hold_segments?: number;
+  /** The first segment at firstProbeRung's rung at least (mpc.ts; default MPC_DEFAULTS.first_probe, true). */
+  first_probe?: boolean;
 }
 
 /**
@@ -454,7 +456,7 @@ export function decideMpc(
   // the terminal buffer reserve (MPC_DEFAULTS.reserve_s), never over a third of the buffer the player keeps
   const reserve_s = Math.min(o.reserve_s ?? MPC_DEFAULTS.reserve_s, buffer_cap_s / 3);
   const hysteresis = { down_switch_margin: o.down_switch_margin ?? MPC_DEFAULTS.down_switch_margin, up_hold_segments: o.up_hold_segments ?? MPC_DEFAULTS.up_hold_segments };
-  const plan = mpcHysteresis({
+  let plan = mpcHysteresis({
     ladder_kbps: ladder,
     last_rung: last_rung >= 0 ? last_rung : null,
     buffer_s,
@@ -469,11 +471,14 @@ export function decideMpc(
     reserve_s,
     reserve_weight: o.reserve_weight ?? MPC_DEFAULTS.reserve_weight,
   }, recent_kbps, hysteresis);
+  // The first segment measures the link for the second decision (mpc.ts firstProbeRung).
+  const probe = history.samples.length === 0 && (o.first_probe ?? MPC_DEFAULTS.first_probe) ? firstProbeRung(ladder, segment_bytes, seg_s, rtt_s) : -1;
+  if (probe > plan.rung) plan = { rung: probe, plan: [probe, ...plan.plan.slice(1)], qoe: Number.NaN };
   return {
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,
     predicted_kbps: rob.predicted_kbps,
-    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}${reserve_s > 0 ? ` (reserve ${reserve_s.toFixed(1)} s)` : ""}${plan.held ? ` (kept by the switch hysteresis: ${plan.held === "up_hold" ? "up-switch hold" : "down-switch margin"})` : ""}${wait_s > 0 ? `, each request waits ${wait_s.toFixed(2)} s behind the queue` : ""}`,
+    why: `mpc: predicted ${rob.predicted_kbps.toFixed(0)} kbit/s (share ${rob.share.toFixed(2)}) ÷ (1 + error ${rob.error.toFixed(2)}), size ratio ${ratio.toFixed(2)}${n_real > 0 ? ` (real sizes of ${n_real}/${sorted.length} rungs from the index)` : ""}, plan [${plan.plan.map((r) => ladder[r]).join(",")}] QoE ${plan.qoe.toFixed(2)}${reserve_s > 0 ? ` (reserve ${reserve_s.toFixed(1)} s)` : ""}${plan.held ? ` (kept by the switch hysteresis: ${plan.held === "up_hold" ? "up-switch hold" : "down-switch margin"})` : ""}${wait_s > 0 ? `, each request waits ${wait_s.toFixed(2)} s behind the queue` : ""}${probe >= 0 && probe === plan.rung ? ", first segment sized to measure the top rung (firstProbeRung)" : ""}`,
   };
 }
 

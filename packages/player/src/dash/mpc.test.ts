@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ABANDON_MIN_ELAPSED_MS, achievableKbps, DashjsEwma, decideMpc, type EstimateSource, type FragmentRequestLike, makeNuwaAbandonRule, makeThroughputOverride, type NuwaMpcOptions, recentRateKbps, standingWaitS, sustainedSampleKbps } from "./abr.js";
-import { type AbandonInput, bruteForcePlan, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, mpcStep, robustThroughputKbps, transferShare } from "./mpc.js";
+import { type AbandonInput, bruteForcePlan, DASHJS_START_KBPS, firstProbeRung, MPC_DEFAULTS, MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, mpcStep, robustThroughputKbps, transferShare } from "./mpc.js";
 
 const LADDER = [300, 750, 1200, 1850, 2850, 4300, 6000, 8000];
 const bytesOf = (ladder: readonly number[], seg_s = 2, ratio = 1) => ladder.map((k) => (k * 1000 * seg_s * ratio) / 8);
@@ -271,9 +271,40 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const h = new MpcHistory();
     const src: EstimateSource = { controller: () => null, now_us: () => 0 };
     const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
-    expect(decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h }).rep.bitrateInKbit).toBe(300);
+    expect(decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h, first_probe: false }).rep.bitrateInKbit).toBe(300);
     h.add({ bytes: 75_000, duration_s: 0.08, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
     expect(decideMpc(src, reps, 742, "delivery_rate", 1.9, h, { history: () => h }).rep.bitrateInKbit).toBe(8000);
+  });
+
+  it("firstProbeRung: the lowest rung whose first segment can show the top rung's rate in slow start, within dash.js's start", () => {
+    const seg = LADDER.map((k) => (k * 1000 * 2) / 8); // nominal sizes of 2 s segments
+    // top 8000 kbit/s = 1 MB/s; at a 50 ms RTT a transfer must hold 2 × 1 MB/s × 0.05 s = 100 kB: 300's 75 kB cannot, 750's 187.5 kB can
+    expect(firstProbeRung(LADDER, seg, 2, 0.05)).toBe(LADDER.indexOf(750));
+    expect(firstProbeRung(LADDER, seg, 2, 0.03)).toBe(0); // 60 kB: the lowest rung already measures it
+    // a long path would need 1 MB: capped at dash.js's own start (the highest rung ≤ 1000 kbit/s)
+    expect(firstProbeRung(LADDER, seg, 2, 0.5)).toBe(LADDER.indexOf(750));
+    expect(DASHJS_START_KBPS).toBe(1000);
+    expect(firstProbeRung([2000, 4000], [500_000, 1_000_000], 2, 0.05)).toBe(0); // no rung within 1000 kbit/s: the lowest
+    expect(() => firstProbeRung([], [], 2, 0.05)).toThrow(RangeError);
+    expect(() => firstProbeRung([300], [1, 2], 2, 0.05)).toThrow(RangeError);
+    expect(() => firstProbeRung([300], [1], 0, 0.05)).toThrow(RangeError);
+    expect(() => firstProbeRung([300], [1], 2, Number.NaN)).toThrow(RangeError);
+  });
+
+  it("decideMpc: the first segment is sized to measure the top rung (firstProbeRung); later decisions are the MPC's alone", () => {
+    const h = new MpcHistory();
+    const src: EstimateSource = { controller: () => null, now_us: () => 0 };
+    const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
+    const first = decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h });
+    expect(first.rep.bitrateInKbit).toBe(750); // the MPC alone: 300 (above)
+    expect(first.why).toContain("firstProbeRung");
+    // a fast start the MPC itself would take higher is not lowered
+    expect(decideMpc(src, reps, 50_000, "busy_period", 0, h, { history: () => h }).rep.bitrateInKbit).toBeGreaterThan(750);
+    h.add({ bytes: 187_500, duration_s: 3.05, bitrate_kbps: 750, segment_s: 2, predicted_kbps: Number.NaN });
+    // past the first segment the probe never applies: a slow first transfer (0.5 Mbit/s) goes below it
+    const second = decideMpc(src, reps, 100, "delivery_rate", 2, h, { history: () => h });
+    expect(second.rep.bitrateInKbit).toBeLessThan(750);
+    expect(second.why).not.toContain("firstProbeRung");
   });
 
   it("decideMpc: real sizes from the index (issue 19) replace nominal × ratio where known: a rung whose next segments are 3× its nominal size is not chosen", () => {

@@ -175,6 +175,45 @@ export function mpcHysteresis(i: MpcInput, recent_kbps: readonly number[], h: Mp
   return best.qoe - kept.qoe > h.down_switch_margin * delta_mbps + 1e-9 ? best : { ...kept, held: "down_margin" };
 }
 
+/**
+ * dash.js 5's start bitrate for video, kbit/s, when it has no throughput sample (AbrController
+ * `getInitialBitrateFor`: `streaming.abr.initialBitrate` unset, no saved setting, no average →
+ * 1000 for video; read from the shipped dash.all.min.js 5.2.1): it starts at the highest rung
+ * at or below it.
+ */
+export const DASHJS_START_KBPS = 1000;
+
+/**
+ * The rung the first segment is fetched at so that its own transfer can measure the ladder's top
+ * rung (issue 15, "reach the sustainable rung quickly"): the lowest rung whose first segment holds
+ * at least 2 × (the top rung's bytes per second) × the min RTT, and never above dash.js's own
+ * start (DASHJS_START_KBPS), so the start-up never costs more than the baseline's.
+ * Why: before a busy period is measured the MPC plans on an app-limited floor, the peak one-RTT
+ * delivery rate (robustThroughputKbps). A transfer in slow start doubles its window each round
+ * trip (RFC 5681 §3.1; the controller's start-up, +1 MSS per MSS delivered), so the last whole
+ * round carries about half of it: a B-byte transfer shows a one-RTT peak of about B ÷ (2 × RTT).
+ * The lowest rung's 72 kB (300 kbit/s) shows about 7.5 Mbit/s at 50 ms, just under what the 8000
+ * kbit/s rung needs (7.76), so the next decision took 6000 and the one after 8000: two switches
+ * where dash.js, starting at 750 kbit/s (187 kB), made one (docs/BENCHMARKS.md, forty-sixth and
+ * forty-ninth sessions).
+ * @param ladder_kbps rung bitrates, kbit/s, ascending (non-empty)
+ * @param segment_bytes bytes of each rung's first segment (same length)
+ * @param segment_s segment duration, s (> 0)
+ * @param rtt_s the path's min RTT, s (> 0)
+ * @returns a rung index (0 when no rung qualifies within dash.js's start)
+ * @throws RangeError on an empty ladder, mismatched lengths or a non-positive duration or RTT
+ */
+export function firstProbeRung(ladder_kbps: readonly number[], segment_bytes: readonly number[], segment_s: number, rtt_s: number): number {
+  if (ladder_kbps.length === 0 || segment_bytes.length !== ladder_kbps.length) throw new RangeError("firstProbeRung: one segment size per rung, at least one rung");
+  if (!(segment_s > 0) || !(rtt_s > 0)) throw new RangeError(`firstProbeRung: segment_s and rtt_s must be > 0, got ${segment_s}, ${rtt_s}`);
+  const top_bytes_per_s = segment_bytes[segment_bytes.length - 1]! / segment_s;
+  const need_bytes = 2 * top_bytes_per_s * rtt_s; // the slow-start transfer whose last round shows the top rung's rate
+  let cap = 0; // the highest rung within dash.js's start
+  for (let r = 0; r < ladder_kbps.length; r++) if (ladder_kbps[r]! <= DASHJS_START_KBPS) cap = r;
+  for (let r = 0; r <= cap; r++) if (segment_bytes[r]! >= need_bytes) return r;
+  return cap;
+}
+
 /** Every plan enumerated (ladder^horizon): the check of mpcPlan. Ties go to the lower plan (lexicographic). */
 export function bruteForcePlan(i: MpcInput): MpcPlan {
   validate(i);
@@ -317,6 +356,13 @@ export const MPC_DEFAULTS = {
    */
   reserve_s: 10,
   reserve_weight: 0.5,
+  /**
+   * The first segment is fetched at firstProbeRung's rung (or the MPC's, if higher), so its
+   * transfer measures enough for the next decision to reach the top rung at once. `first_probe:
+   * false` (scheme `nuwa_noprobe`) lets the MPC's start-up term choose alone (the lowest rung on
+   * the init segments' floor).
+   */
+  first_probe: true,
 } as const;
 
 /**
