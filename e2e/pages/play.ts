@@ -49,7 +49,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   nuwa_ahead: { mode: "control", abr: "nuwa", estimate: "nuwa", fetch_ahead: "standing" },
   nuwa_ahead_queue: { mode: "control", abr: "nuwa", estimate: "nuwa", fetch_ahead: "queue" },
   nuwa_noreserve: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { reserve_s: 0 } },
-  nuwa_noprobe: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { first_probe: false } },
+  nuwa_probe: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { first_probe: true } },
   nuwa_abandon: { mode: "control", abr: "nuwa", estimate: "nuwa", abandon: true },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },

@@ -20,7 +20,7 @@ LADDER_STEPS = (
 NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic", "nuwa_deepcap",
                                    "nuwa_robustmpc", "nuwa_nohyst", "nuwa_hyst", "nuwa_ahead",
                                    "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_noprobe",
-                                   "nuwa_abandon",
+                                   "nuwa_probe", "nuwa_abandon",
                                    "dashjs_nuwa_ewma",
                                    "dashjs_nuwa_instant", "dashjs_nuwa_transfer",
                                    "dashjs_nuwa_sustained"})
@@ -30,8 +30,9 @@ NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic",
 ``nuwa_nohyst`` the MPC without it; ``nuwa_ahead`` the MPC with the loader's fetch-ahead
 (``nuwa_ahead_queue`` as deep as the standing wait needs);
 ``nuwa_noreserve`` the MPC without its terminal buffer reserve (the default before the
-forty-fifth session); ``nuwa_noprobe`` the MPC with its first segment chosen by the MPC alone
-(the default before the forty-ninth session); ``nuwa_abandon`` the MPC with its abandonment rule
+forty-fifth session); ``nuwa_probe`` the MPC with its first segment sized to measure the top rung
+(opt-in ``first_probe``; the forty-ninth session's invocation ran it as ``nuwa`` and the default
+as ``nuwa_noprobe``); ``nuwa_abandon`` the MPC with its abandonment rule
 on (opt-in ``abandon: true``);
 ``dashjs_nuwa_ewma`` the thirty-second session's name of dash.js's rules on Nuwa's figure through
 dash.js's own EWMA, now ``dashjs_nuwa_estimate``, and ``dashjs_nuwa_instant`` the figure without it;
@@ -48,7 +49,7 @@ COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_backlog": "C7", "nuwa_raw":
           "dashjs_grants": "C1", "dashjs_nuwa_estimate": "C2", "observe": "C4",
           "nuwa_cubic": "C4", "nuwa_deepcap": "C9", "nuwa_robustmpc": "C8",
           "nuwa_nohyst": "C8", "nuwa_hyst": "C6", "nuwa_ahead": "C7", "nuwa_noreserve": "C5",
-          "nuwa_ahead_queue": "C9", "nuwa_noprobe": "C3",
+          "nuwa_ahead_queue": "C9", "nuwa_noprobe": "C3", "nuwa_probe": "C3",
           "nuwa_abandon": "C6",
           "dashjs_nuwa_ewma": "C5", "dashjs_nuwa_instant": "C5", "dashjs_nuwa_transfer": "C9",
           "dashjs_nuwa_sustained": "C8",

@@ -387,7 +387,7 @@ export interface NuwaMpcOptions {
   /** Switch hysteresis (mpc.ts mpcHysteresis; defaults MPC_DEFAULTS.down_switch_margin, .up_hold_segments). */
   down_switch_margin?: number;
   up_hold_segments?: number;
-  /** The first segment at firstProbeRung's rung at least (mpc.ts; default MPC_DEFAULTS.first_probe, true). */
+  /** The first segment at firstProbeRung's rung at least (mpc.ts; default MPC_DEFAULTS.first_probe, false: opt-in). */
   first_probe?: boolean;
 }
 

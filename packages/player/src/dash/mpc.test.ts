@@ -291,18 +291,20 @@ describe("robustThroughputKbps and MpcHistory", () => {
     expect(() => firstProbeRung([300], [1], 2, Number.NaN)).toThrow(RangeError);
   });
 
-  it("decideMpc: the first segment is sized to measure the top rung (firstProbeRung); later decisions are the MPC's alone", () => {
+  it("decideMpc with first_probe (opt-in): the first segment is sized to measure the top rung (firstProbeRung); later decisions are the MPC's alone", () => {
     const h = new MpcHistory();
     const src: EstimateSource = { controller: () => null, now_us: () => 0 };
     const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
-    const first = decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h });
-    expect(first.rep.bitrateInKbit).toBe(750); // the MPC alone: 300 (above)
+    expect(MPC_DEFAULTS.first_probe).toBe(false); // opt-in: the default is the MPC alone, 300 (above)
+    expect(decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h }).rep.bitrateInKbit).toBe(300);
+    const first = decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h, first_probe: true });
+    expect(first.rep.bitrateInKbit).toBe(750);
     expect(first.why).toContain("firstProbeRung");
     // a fast start the MPC itself would take higher is not lowered
-    expect(decideMpc(src, reps, 50_000, "busy_period", 0, h, { history: () => h }).rep.bitrateInKbit).toBeGreaterThan(750);
+    expect(decideMpc(src, reps, 50_000, "busy_period", 0, h, { history: () => h, first_probe: true }).rep.bitrateInKbit).toBeGreaterThan(750);
     h.add({ bytes: 187_500, duration_s: 3.05, bitrate_kbps: 750, segment_s: 2, predicted_kbps: Number.NaN });
     // past the first segment the probe never applies: a slow first transfer (0.5 Mbit/s) goes below it
-    const second = decideMpc(src, reps, 100, "delivery_rate", 2, h, { history: () => h });
+    const second = decideMpc(src, reps, 100, "delivery_rate", 2, h, { history: () => h, first_probe: true });
     expect(second.rep.bitrateInKbit).toBeLessThan(750);
     expect(second.why).not.toContain("firstProbeRung");
   });

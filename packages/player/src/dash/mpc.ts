@@ -195,7 +195,8 @@ export const DASHJS_START_KBPS = 1000;
  * The lowest rung's 72 kB (300 kbit/s) shows about 7.5 Mbit/s at 50 ms, just under what the 8000
  * kbit/s rung needs (7.76), so the next decision took 6000 and the one after 8000: two switches
  * where dash.js, starting at 750 kbit/s (187 kB), made one (docs/BENCHMARKS.md, forty-sixth and
- * forty-ninth sessions).
+ * forty-ninth sessions). Opt-in (`MPC_DEFAULTS.first_probe`): measured, it costs buffer where a dip
+ * comes early.
  * @param ladder_kbps rung bitrates, kbit/s, ascending (non-empty)
  * @param segment_bytes bytes of each rung's first segment (same length)
  * @param segment_s segment duration, s (> 0)
@@ -357,12 +358,16 @@ export const MPC_DEFAULTS = {
   reserve_s: 10,
   reserve_weight: 0.5,
   /**
-   * The first segment is fetched at firstProbeRung's rung (or the MPC's, if higher), so its
-   * transfer measures enough for the next decision to reach the top rung at once. `first_probe:
-   * false` (scheme `nuwa_noprobe`) lets the MPC's start-up term choose alone (the lowest rung on
-   * the init segments' floor).
+   * Opt-in (false: the MPC's start-up term alone picks the first rung, the lowest here): the first
+   * segment at firstProbeRung's rung (or the MPC's, if higher), so its transfer measures enough for
+   * the next decision to reach the top rung at once. Measured end to end against it off (six dev
+   * traces, 3 runs a cell, one invocation with dash.js; docs/BENCHMARKS.md, forty-ninth session):
+   * 5G low-band 1 switch against 2 (dash.js 1) and QoE 7.52 against 7.35, T-Mobile LTE 1.33 against
+   * 2; but the MPC then climbs one segment sooner everywhere, and on the traces with an early dip
+   * or outage that costs buffer: AT&T LTE stalled in 3 of 3 runs against 1 of 3, Verizon LTE QoE
+   * 2.18 against 2.64, mean QoE 2.68 against 2.82, start-up 0.1–0.4 s later. Scheme `nuwa_probe`.
    */
-  first_probe: true,
+  first_probe: false,
 } as const;
 
 /**
