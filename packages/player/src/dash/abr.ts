@@ -9,7 +9,7 @@
  *    and returns the decision with its reason.
  */
 import type { NuwaController } from "@nuwa/cc";
-import { firstProbeRung, MPC_DEFAULTS, type MpcHistory, mpcAbandon, mpcHysteresis, robustThroughputKbps, transferShare } from "./mpc.js";
+import { firstProbeRung, MPC_DEFAULTS, type MpcHistory, type MpcInput, mpcAbandon, mpcHysteresis, mpcPlan, robustThroughputKbps, transferShare } from "./mpc.js";
 
 /** A source of the current estimate in kbit/s (dash.js's unit) and the latency in ms. */
 export interface EstimateSource {
@@ -456,7 +456,7 @@ export function decideMpc(
   // the terminal buffer reserve (MPC_DEFAULTS.reserve_s), never over a third of the buffer the player keeps
   const reserve_s = Math.min(o.reserve_s ?? MPC_DEFAULTS.reserve_s, buffer_cap_s / 3);
   const hysteresis = { down_switch_margin: o.down_switch_margin ?? MPC_DEFAULTS.down_switch_margin, up_hold_segments: o.up_hold_segments ?? MPC_DEFAULTS.up_hold_segments };
-  let plan = mpcHysteresis({
+  const input: MpcInput = {
     ladder_kbps: ladder,
     last_rung: last_rung >= 0 ? last_rung : null,
     buffer_s,
@@ -470,10 +470,11 @@ export function decideMpc(
     sustain_kbps: o.sustain_on_predicted_from_s !== undefined && buffer_s >= o.sustain_on_predicted_from_s && rob.predicted_kbps > rob.kbps ? rob.predicted_kbps : undefined,
     reserve_s,
     reserve_weight: o.reserve_weight ?? MPC_DEFAULTS.reserve_weight,
-  }, recent_kbps, hysteresis);
+  };
+  let plan = mpcHysteresis(input, recent_kbps, hysteresis);
   // The first segment measures the link for the second decision (mpc.ts firstProbeRung).
   const probe = history.samples.length === 0 && (o.first_probe ?? MPC_DEFAULTS.first_probe) ? firstProbeRung(ladder, segment_bytes, seg_s, rtt_s) : -1;
-  if (probe > plan.rung) plan = { rung: probe, plan: [probe, ...plan.plan.slice(1)], qoe: Number.NaN };
+  if (probe > plan.rung) plan = mpcPlan({ ...input, first_rung: probe }); // the best plan that starts there
   return {
     rep: sorted[plan.rung]!,
     budget_kbps: rob.kbps,

@@ -271,7 +271,7 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const h = new MpcHistory();
     const src: EstimateSource = { controller: () => null, now_us: () => 0 };
     const reps = LADDER.map((k) => ({ bitrateInKbit: k, segmentDuration: 2 }));
-    expect(decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h, first_probe: false }).rep.bitrateInKbit).toBe(300);
+    expect(decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h }).rep.bitrateInKbit).toBe(300);
     h.add({ bytes: 75_000, duration_s: 0.08, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });
     expect(decideMpc(src, reps, 742, "delivery_rate", 1.9, h, { history: () => h }).rep.bitrateInKbit).toBe(8000);
   });
@@ -300,6 +300,7 @@ describe("robustThroughputKbps and MpcHistory", () => {
     const first = decideMpc(src, reps, 33, "delivery_rate", 0, h, { history: () => h, first_probe: true });
     expect(first.rep.bitrateInKbit).toBe(750);
     expect(first.why).toContain("firstProbeRung");
+    expect(first.why).toMatch(/plan \[750,[\d,]+\] QoE -?\d/); // a plan that starts at the probe, with its QoE
     // a fast start the MPC itself would take higher is not lowered
     expect(decideMpc(src, reps, 50_000, "busy_period", 0, h, { history: () => h, first_probe: true }).rep.bitrateInKbit).toBeGreaterThan(750);
     h.add({ bytes: 187_500, duration_s: 3.05, bitrate_kbps: 750, segment_s: 2, predicted_kbps: Number.NaN });
