@@ -145,7 +145,11 @@ def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path:
                       (["--flows", "nuwa,cubic", "--link-mbps", "10", "--switch", "rule",
                         "--switch-rule", '{"min_sample": 5}'], "unknown field(s) ['min_sample']"),
                       (["--flows", "nuwa,cubic", "--link-mbps", "10", "--switch", "rule",
-                        "--switch-rule", "[1]"], "must be a JSON object")):
+                        "--switch-rule", "[1]"], "must be a JSON object"),
+                      (["--flows", "pbq,pbq", "--link-mbps", "10", "--loss", "0.6"],
+                       "--loss must be in [0, 0.5]"),
+                      (["--flows", "pbq,pbq", "--link-mbps", "10", "--loss", "-0.01"],
+                       "--loss must be in [0, 0.5]")):
         with pytest.raises(SystemExit) as e:
             main([*argv, "--duration", "20", "--json", j])
         assert e.value.code == 2 and msg in capsys.readouterr().err
@@ -162,6 +166,26 @@ def test_sim_writes_the_same_report(tmp_path: Path) -> None:
     for k in ("goodput_bps", "share", "queuing_delay_ms", "switches", "starved_s"):
         assert all(k in f for f in r["flows"])
     assert 0 < r["jain_index"] <= 1 and r["utilization"] > 0.8
+
+
+def test_random_loss_reaches_the_emulator_and_the_simulator(tmp_path: Path) -> None:
+    """--loss (PBQ's Fig. 9-10 setting): the emulator gets it with the seed, none at 0; the
+    simulator drops packets at that rate, so Cubic carries less than without loss."""
+    from argparse import Namespace
+
+    from nuwa_lab.mix.run import loss_args
+
+    assert loss_args(Namespace(loss=0.025, seed=3)) == ["--loss", "0.025", "--seed", "3"]
+    assert loss_args(Namespace(loss=0.0, seed=3)) == [] == loss_args(Namespace())
+    got = {}
+    for loss in (0.0, 0.02):
+        j = tmp_path / f"sim-{loss}.json"
+        assert main(["--sim", "--flows", "cubic", "--link-mbps", "10", "--queue-packets", "100",
+                     "--duration", "10", "--loss", str(loss), "--json", str(j)]) == 0
+        r = json.loads(j.read_text())
+        assert r["loss"] == loss
+        got[loss] = r["flows"][0]["goodput_bps"]
+    assert got[0.02] < 0.8 * got[0.0]
 
 
 def test_the_worker_runs_a_nuwa_and_a_plain_flow(tmp_path: Path) -> None:

@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--link-mbps", type=float, help="constant-rate bottleneck, Mbit/s")
     p.add_argument("--queue-packets", type=int, default=1000, help="drop-tail limit (1000)")
     p.add_argument("--delay-ms", type=float, default=25.0, help="one-way delay each way (25)")
+    p.add_argument("--loss", type=float, default=0.0,
+                   help="random loss probability of each data packet at the bottleneck, in "
+                   "[0, 0.5] (default 0; PBQ's Fig. 9-10 setting: 0.01 and 0.025); the "
+                   "emulator's --loss, seeded with --seed; the simulator's loss_rate")
     p.add_argument("--duration", type=float, required=True, help="run length, s")
     p.add_argument("--json", required=True, help="write the result here")
     p.add_argument("--out", default="out/mix", help="run directory (logs) (default out/mix)")
@@ -71,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "marked, Jain's index over time (default: the --json path with .png)")
     p.add_argument("--sim", action="store_true",
                    help="the sender-side simulator instead of the emulator (simulated time)")
-    p.add_argument("--seed", type=int, default=1, help="--sim: seed of the start jitter")
+    p.add_argument("--seed", type=int, default=1,
+                   help="--sim: seed of the start jitter; both: seed of the random loss")
     p.add_argument("--cc", default="{}", help="controller config JSON for the Nuwa receivers")
     # worker mode (internal)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -132,6 +137,8 @@ def validate(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error(f"--link-mbps must be > 0, got {a.link_mbps}")
     if a.queue_packets < 1:
         p.error(f"--queue-packets must be >= 1, got {a.queue_packets}")
+    if not 0 <= a.loss <= 0.5:
+        p.error(f"--loss must be in [0, 0.5], got {a.loss}")
     try:
         cc = json.loads(a.cc)
     except ValueError as e:
@@ -149,10 +156,10 @@ def run_sim(a: argparse.Namespace) -> dict[str, Any]:
     cfg = SimConfig(one_way_delay_ms=a.delay_ms, queue_packets=a.queue_packets,
                     start_gap_s=a.start_gap_s, duration_s=a.duration, seed=a.seed,
                     switch_model=a.switch_model, switch_rule=a.switch_rule,
-                    sender_cc=a.sender_cc)
+                    sender_cc=a.sender_cc, loss_rate=a.loss)
     out = simulate(a.flow_list, trace, cfg, switch=a.switch)
     out.update({"mode": "sim", "switch": a.switch, "switch_rule": a.switch_rule,
-                "sender_cc": a.sender_cc,
+                "sender_cc": a.sender_cc, "loss": a.loss,
                 "duration_s": a.duration,
                 "start_gap_s": a.start_gap_s, "queue_packets": a.queue_packets,
                 "trace": str(a.trace) if a.trace else f"constant {a.link_mbps} Mbps",

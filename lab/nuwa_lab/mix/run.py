@@ -78,6 +78,13 @@ def analyze(schemes: list[str], worker: dict[str, Any], flow_log: dict[str, Any]
     return out
 
 
+def loss_args(a: argparse.Namespace) -> list[str]:
+    """The emulator's random-loss options for ``--loss`` (seeded with ``--seed``); none at 0
+    (callers that build their own namespace, e.g. the bench's mix, may leave it out)."""
+    loss = float(getattr(a, "loss", 0.0) or 0.0)
+    return ["--loss", repr(loss), "--seed", str(getattr(a, "seed", 1))] if loss > 0 else []
+
+
 def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
     """Start one server per scheme, the emulator (one route per server, ``--flow-log``)
     and the worker; wait; stop everything (by PID); analyse. Raises :class:`StartError`
@@ -126,6 +133,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
              "--server", f"127.0.0.1:{ports[kinds[0]]}", *routes, "--trace", str(trace_path),
              "--delay-ms", str(a.delay_ms), "--uplink-delay-ms", str(a.delay_ms),
              "--queue-packets", str(a.queue_packets), "--log", str(out / "emulator.log"),
+             *loss_args(a),
              "--summary-json", str(out / "emulator-summary.json"),
              "--flow-log", str(out / "flows.json")],
             out / "emulator.stderr")
@@ -181,6 +189,7 @@ def orchestrate(a: argparse.Namespace) -> dict[str, Any]:
         "duration_s": a.duration,
         "start_gap_s": a.start_gap_s,
         "queue_packets": a.queue_packets,
+        "loss": getattr(a, "loss", 0.0),
         "trace": str(a.trace) if a.trace else f"constant {a.link_mbps} Mbps",
         "errors": worker["errors"] + [e for f in result["flows"] for e in f["errors"]],
         "emulator": {k: emu_summary.get(k) for k in (
