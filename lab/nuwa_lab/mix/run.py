@@ -79,9 +79,9 @@ def analyze(schemes: list[str], worker: dict[str, Any], flow_log: dict[str, Any]
 
 
 def loss_args(a: argparse.Namespace) -> list[str]:
-    """The emulator's random-loss options for ``--loss`` (seeded with ``--seed``); none at 0
-    (callers that build their own namespace, e.g. the bench's mix, may leave it out)."""
-    loss = float(getattr(a, "loss", 0.0) or 0.0)
+    """The emulator's random-loss options for ``--loss`` (seeded with ``--seed``); none at 0 or
+    when the namespace has no ``loss``."""
+    loss = getattr(a, "loss", 0.0)
     return ["--loss", repr(loss), "--seed", str(getattr(a, "seed", 1))] if loss > 0 else []
 
 
