@@ -73,7 +73,9 @@ Rule (times µs; :class:`RuleConfig` holds the values):
   itself, so the queue's level alone cannot tell): a probe back to receiver-driven after
   ``probe_us`` in sender-driven mode, or sooner on the evidence that the competitor left
   (below). If the condition holds again within ``2 × hold_us`` of the probe, the probe
-  failed and the next wait doubles (up to ``probe_max_us``); a probe that lasts longer
+  failed (so it does when the probe's own verdicts hold: a standing queue on fewer samples,
+  or its rate below ``probe_rate_floor`` × the stint's; module doc) and the next wait
+  doubles (up to ``probe_max_us``); a probe that lasts longer
   resets the wait to ``probe_us``. This is the hysteresis: at most one switch per
   ``min_dwell_us``, and a competitor that stays costs one timed probe of about Y per
   ``probe_max_us`` at most, and early probes (below) back off on their own: after a failed
@@ -132,6 +134,29 @@ grant), the probes fail at 31.3 s and 33.7 s instead of 48.7 s and 47.6 s, and c
 failed (the next waits double), where the old ones, lasting longer than the probe span,
 counted as held. The simulator's bulk flows read enough frames on a probe for the first
 detection: the verdict changes none of their runs (docs/BENCHMARKS.md, seventeenth session).
+
+**A probe next to BBR (session 51).** BBR holds a queue of its own making too, but not a
+standing one: at 10 Mbit/s next to a probing Nuwa flow it sat at 20–80 ms, under X every
+second or so (ProbeBW's cycle, and ProbeRTT every 5 s drains it), so neither verdict above
+held and a probe that should have failed held: Nuwa's delay-based receiver gave way, its
+rate fell from the stint's 6.5 Mbit/s to 1–2 and stayed there (end to end, one run in three
+at share 0.15; on NYC LTE Times Square the queue verdict came 24 s into the probe, after the
+packet train had found the queue "ours" in a dip, and Nuwa starved 20 s). What tells is the
+rate: the probe asks "has the competitor left?", and if it has, the flow alone gets at least
+the share it had next to it (by Little's law its rate rises at the same window, as for the
+early probe); if not, a delay-based receiver yields and the rate falls. So a probe also fails
+(:meth:`RuleSwitchPolicy.probe_failed`, same span and allowance as the queue verdict) when the
+receiver's delivery rate over its last three whole 1 s bins is below ``probe_rate_floor``
+(0.6) × the stint's reference rate, with at least ``probe_fail_min_samples`` fresh samples in
+Y from a standing queue (an outage's trickle is no evidence, as above). Where it is wrong: a
+competitor that left during a probe on a link whose capacity fell below 0.6 × our stint's
+share at that moment (a 3× drop when the stint had half the link) fails the probe and costs
+one more stint. Replayed on the fifty-first session's 18 recorded runs
+(``python -m nuwa_lab.mix.replay --probes``), it failed the BBR probes that had held or
+failed late (10 Mbit/s: at 6 s instead of never and 20 s; Times Square at 4 s instead of 24 s)
+and left the Cubic pairs' and the CI after-leave run's probes as they were. A failed probe
+then hands Cubic the stint's rate at the RTT the probe met, not only its window
+(:func:`.cc.switching.restore_after_probe`).
 
 **A lone flow on a near-dark link (session 47).** The floor X assumes a link that serves a
 frame well within X. On UMTS driving's near-dark stretch (12–84 kbit/s) one 1200-byte frame
@@ -256,6 +281,11 @@ class RuleConfig:
             ``probe_drain_factor`` × the deepest fresh queuing delay of the last Y before
             it: the time our own bytes of that queue take to leave). None: only the first
             detection's condition ends a probe.
+        probe_rate_floor: the probe's rate verdict (module doc, "A probe next to BBR"): a
+            probe back to receiver-driven also fails, once it has lasted max(Y, the drain
+            allowance), when the receiver's delivery rate over its last
+            ``leave_recent_bins`` whole bins is below this × the stint's reference rate
+            (the ``leave_ref_quantile`` of the stint's bins). None: no rate verdict.
         train_own_packets: the packet train's veto (module doc, "A lone flow on a near-dark
             link"): the queue is the flow's own while an answer of the last 2 × Y found at
             most this many packets ahead of it that are not ours
@@ -284,6 +314,7 @@ class RuleConfig:
     leave_ref_quantile: float = 0.5
     probe_fail_min_samples: int | None = 4
     probe_drain_factor: float = 1.5
+    probe_rate_floor: float | None = 0.6
     train_own_packets: float | None = 4.0
 
     def validate(self) -> RuleConfig:
@@ -321,6 +352,9 @@ class RuleConfig:
         if self.train_own_packets is not None and not self.train_own_packets > 0:
             raise ValueError(f"train_own_packets must be > 0 or None, got "
                              f"{self.train_own_packets}")
+        if self.probe_rate_floor is not None and not 0 < self.probe_rate_floor < 1:
+            raise ValueError(f"probe_rate_floor must be in (0, 1) or None, got "
+                             f"{self.probe_rate_floor}")
         if not self.probe_drain_factor >= 0:
             raise ValueError(f"probe_drain_factor must be >= 0, got {self.probe_drain_factor}")
         if self.leave_bin_us <= 0 or self.leave_recent_bins < 1 or self.leave_ref_bins < 1:
@@ -406,7 +440,9 @@ class RuleSwitchPolicy:
                 fresh_qd = queuing_delay_us
                 if echo_us is not None:
                     self._last_echo_us = echo_us
-        if self.mode == SENDER and (delivered_bytes or fresh_qd is not None):
+        probing = self._probing_since_us is not None
+        if (self.mode == SENDER or probing) and (delivered_bytes or fresh_qd is not None):
+            # the stint's series (early probe) or, on a probe, the probe's (its rate verdict)
             index = (now_us - self.since_us) // self.config.leave_bin_us
             if not self._bins or self._bins[-1].index != index:
                 self._bins.append(_Bin(index))
@@ -591,7 +627,39 @@ class RuleSwitchPolicy:
             return False
         if now_us - since < max(c.hold_us, self._probe_drain_us):
             return False
-        return self._queue_stood(now_us, c.probe_fail_min_samples)
+        return self._queue_stood(now_us, c.probe_fail_min_samples) or self._probe_starved(now_us)
+
+    def _probe_starved(self, now_us: int) -> bool:
+        """The probe's rate verdict (module doc, "A probe next to BBR"): the receiver's
+        delivery rate over the probe's last ``leave_recent_bins`` whole bins (its first bin,
+        the switch's transient, never counts) below ``probe_rate_floor`` × the stint's
+        reference rate, with at least ``probe_fail_min_samples`` fresh samples in the last Y,
+        from a standing queue (:meth:`standing`)."""
+        c = self.config
+        ref = self._stint_reference
+        if c.probe_rate_floor is None or ref is None or ref[0] <= 0:
+            return False
+        current = (now_us - self.since_us) // c.leave_bin_us
+        first = current - c.leave_recent_bins
+        recent = [b for b in self._bins if first <= b.index < current]
+        # a bin without a record delivered nothing; but with no fresh sample in the span, or
+        # samples of frames sent together and read apart, the link is (nearly) dark: an
+        # outage, which is no evidence of a competitor (module doc)
+        if first < 1 or not any(b.qd_us for b in recent) or not self.standing(now_us):
+            return False
+        if c.probe_fail_min_samples is not None and len(self._qd) < c.probe_fail_min_samples:
+            return False  # as few samples as the queue verdict needs (module doc)
+        ratio = sum(b.delivered_bytes for b in recent) / c.leave_recent_bins / ref[0]
+        self._leave["probe_rate_ratio"] = round(ratio, 3)
+        return ratio < c.probe_rate_floor
+
+    @property
+    def stint_rate_bytes_per_s(self) -> float | None:
+        """The reference delivery rate of the last sender-driven stint (the
+        ``leave_ref_quantile`` of its whole bins), bytes/s, as of the last probe; None before
+        a probe or after a stint too short for one whole bin."""
+        ref = self._stint_reference
+        return None if ref is None else ref[0] * 1e6 / self.config.leave_bin_us
 
     def _queue_stood(self, now_us: int, min_samples: int) -> bool:
         """At least ``min_samples`` fresh samples in the last Y, every one at least X,

@@ -104,11 +104,13 @@ def test_bad_config_and_unknown_flow() -> None:
 # ---------------------------------------------------------------- the rule
 
 def run_policy(p: RuleSwitchPolicy, t0: int, t1: int, window: int, qd_us: int | None,
-               step: int = 50 * MS) -> list[tuple[int, str]]:
-    """Observe every ``step`` and act on every decision; returns the switches."""
+               step: int = 50 * MS, rate_bps: float | None = None) -> list[tuple[int, str]]:
+    """Observe every ``step`` and act on every decision; returns the switches. ``rate_bps``:
+    the receiver counts that rate's bytes at each grant (None: no delivery reported)."""
     out = []
+    delivered = None if rate_bps is None else int(rate_bps * step / 8e6)
     for t in range(t0, t1, step):
-        p.observe(t, window, qd_us)
+        p.observe(t, window, qd_us, delivered_bytes=delivered)
         d = p.decide(t)
         if d is not None:
             p.switched(t, d)
@@ -554,16 +556,19 @@ def _to_probe(p: RuleSwitchPolicy, qd_us: int) -> int:
     return t - 50 * MS
 
 
-def _probe_reads(p: RuleSwitchPolicy, reads: list[tuple[float, int]]) -> list[tuple[int, str]]:
+def _probe_reads(p: RuleSwitchPolicy, reads: list[tuple[float, int]],
+                 delivered_per_read: int = 1200) -> list[tuple[int, str]]:
     """Frames read at (t µs, qd µs), each sent qd + 25 ms before it was read (a fresh echo),
-    polled every 50 ms as the switcher polls; returns the switches."""
+    the receiver counting ``delivered_per_read`` bytes with each (one frame: the window's
+    only one), polled every 50 ms as the switcher polls; returns the switches."""
     out: list[tuple[int, str]] = []
     t_end = int(reads[-1][0])
     pending = list(reads)
     for t in range(int(reads[0][0]) - 50 * MS, t_end + 50 * MS, 50 * MS):
         while pending and pending[0][0] <= t:
             tr, q = pending.pop(0)
-            p.observe(int(tr), 1200, q, echo_us=int(tr) - q - 25 * MS)
+            p.observe(int(tr), 1200, q, echo_us=int(tr) - q - 25 * MS,
+                      delivered_bytes=delivered_per_read)
         d = p.decide(t)
         if d is not None:
             p.switched(t, d)
@@ -596,15 +601,17 @@ def test_a_probe_that_sees_the_competitors_queue_drain_once_still_fails() -> Non
     """Recorded end to end (HSDPA train 13, session 17): on the probe the queue fell to 27 ms
     once (Cubic's loss), then filled again, a frame read every 0.3 s at 103 ms rising past
     1 s; the old rule needed 20 samples in Y and the probe lasted 20 s. The verdict looks at
-    the last Y: it fails the probe Y after the drained sample."""
+    the last Y: it fails the probe Y after the drained sample. The rate verdict (a frame per
+    0.3 s against the stint's 2 Mbit/s) ends it sooner, once the probe's bins 1–3 are whole."""
     reads = [(2.73, 27), (2.88, 103), (3.18, 241), (3.50, 269), (3.81, 260), (4.11, 241),
              (4.41, 249), (4.72, 258), (5.05, 274), (5.38, 273), (5.71, 280), (6.07, 298),
              (6.42, 300), (6.81, 337), (7.24, 380)]
-    p = RuleSwitchPolicy(0)
-    t_probe = _to_probe(p, 1600 * MS)  # the drain allowance: 2.4 s, under Y
-    sw = _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in reads])
-    assert [m for _, m in sw] == [SENDER] and p.failed_probes == 1
-    assert sw[0][0] - t_probe == pytest.approx(5.75 * S, abs=0.06 * S)  # 2.73 s + Y
+    for cfg, at_s in ((RuleConfig(probe_rate_floor=None), 5.75), (RuleConfig(), 4.0)):
+        p = RuleSwitchPolicy(0, cfg)
+        t_probe = _to_probe(p, 1600 * MS)  # the drain allowance: 2.4 s, under Y
+        sw = _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in reads])
+        assert [m for _, m in sw] == [SENDER] and p.failed_probes == 1
+        assert sw[0][0] - t_probe == pytest.approx(at_s * S, abs=0.06 * S)  # 2.73 s + Y
 
 
 def test_alone_a_probe_drains_its_own_deep_queue_and_stays() -> None:
@@ -616,15 +623,19 @@ def test_alone_a_probe_drains_its_own_deep_queue_and_stays() -> None:
     t_probe = _to_probe(p, 6000 * MS)
     draining = [(1.0, 5200), (2.5, 4100), (4.0, 3000), (5.5, 1900), (7.0, 900), (8.5, 120),
                 (8.9, 30)]
-    assert _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in draining]) == []
-    # the rest of the probe: our own queue near Td; it holds
-    assert run_policy(p, t_probe + 9 * S, t_probe + 40 * S, window=30_000, qd_us=20 * MS) == []
+    # the queue is ours: the receiver counts the link's 2 Mbit/s of it (1.5 s = 375 kB apart)
+    assert _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in draining],
+                        delivered_per_read=375_000) == []
+    # the rest of the probe: our own queue near Td, the whole link; it holds
+    assert run_policy(p, t_probe + 9 * S, t_probe + 40 * S, window=30_000, qd_us=20 * MS,
+                      rate_bps=2e6) == []
     assert p.mode == RECEIVER and p.failed_probes == 0 and p._probing_since_us is None
     # the same queue still above X at 8.5 s (a link that slowed): no verdict before 9 s
     p2 = RuleSwitchPolicy(0)
     t2 = _to_probe(p2, 6000 * MS)
     slow = [(1.0 + 0.5 * k, 5200 - 400 * k) for k in range(12)]  # 5.2 s down to 0.8 s at 6.5 s
-    assert _probe_reads(p2, [(t2 + r * S, q * MS) for r, q in slow]) == []
+    assert _probe_reads(p2, [(t2 + r * S, q * MS) for r, q in slow],
+                        delivered_per_read=125_000) == []
 
 
 def test_an_outage_during_a_probe_is_no_verdict() -> None:
@@ -645,7 +656,41 @@ def test_an_outage_during_a_probe_is_no_verdict() -> None:
     assert all(p2.decide(t2 + k * 100 * MS) is None for k in range(35, 80))
 
 
+def test_a_probe_next_to_bbr_fails_on_its_rate() -> None:
+    """Recorded end to end (fifty-first session, 10 Mbit/s, 1000 packets, next to BBR): on
+    the probe BBR's queue stood at 20–80 ms, under X every second or so (its ProbeBW cycle
+    and ProbeRTT), so the queue verdict never held; Nuwa's rate fell from the stint's 6.5
+    Mbit/s to 3.2 by 5 s into the probe and 1–2 for the rest of the run (share 0.15, Jain
+    0.67). The rate verdict fails such a probe once its bins 1–3 are whole: below 0.6 × the
+    stint's rate (2 Mbit/s here). The same queue at the stint's rate or above (the competitor
+    left; this is Nuwa's own jitter) holds, and so does a probe on the rule without it."""
+    pattern_ms = (30, 60, 45, 20, 70, 35)
+    for cfg, rate_bps, want in ((RuleConfig(), 0.8e6, [SENDER]), (RuleConfig(), 2.4e6, []),
+                                (RuleConfig(probe_rate_floor=None), 0.8e6, [])):
+        p = RuleSwitchPolicy(0, cfg)
+        t_probe = _to_probe(p, 400 * MS)
+        sw = []
+        evidence: dict = {}
+        for k, t in enumerate(range(t_probe + 50 * MS, t_probe + 14 * S, 50 * MS)):
+            q = pattern_ms[k % len(pattern_ms)] * MS
+            p.observe(t, 6000, q, echo_us=t - q - 25 * MS, delivered_bytes=int(rate_bps * 0.05 / 8))
+            if (d := p.decide(t)) is not None:
+                evidence = p.evidence()
+                p.switched(t, d)
+                sw.append((t, d))
+        assert [m for _, m in sw] == want, (cfg, rate_bps)
+        if want:
+            assert sw[0][0] - t_probe == pytest.approx(4 * S, abs=0.06 * S)
+            assert p.failed_probes == 1 and p.probe_failed_at_switch
+            assert evidence["probe_rate_ratio"] == pytest.approx(0.4, abs=0.02)
+            assert p.stint_rate_bytes_per_s == pytest.approx(250_000)
+        else:
+            assert p.mode == RECEIVER and p._probing_since_us is None  # the probe held
+
+
 def test_bad_probe_verdict_config() -> None:
+    with pytest.raises(ValueError, match="probe_rate_floor"):
+        RuleConfig(probe_rate_floor=1.0).validate()
     with pytest.raises(ValueError, match="probe_fail_min_samples"):
         RuleConfig(probe_fail_min_samples=0).validate()
     with pytest.raises(ValueError, match="probe_drain_factor"):
