@@ -294,12 +294,15 @@ def test_a_probe_that_held_restores_nothing() -> None:
     assert sw.restored == [] and w3 == 4 * MSS
 
 
-def test_a_failed_probe_resumes_the_stints_rate_at_the_queue_it_meets() -> None:
+@pytest.mark.parametrize("stint_window_packets", [50, 600])
+def test_a_failed_probe_resumes_the_stints_rate_at_the_queue_it_meets(
+        stint_window_packets: int) -> None:
     """The stint carried 5 Mbit/s with a window of 50 packets; the probe meets a 400 ms
     queue (the competitor's, deeper than in the stint) and fails. Back to sender-driven,
     Cubic's window is the stint's rate × the RTT now (625 kB/s × (50 + 400) ms = 281 kB,
     Little's law), not the stint's 60 kB, and Cubic is in congestion avoidance from it (W_max
-    = cwnd, K = 0: RFC 9438 §4.2)."""
+    = cwnd, K = 0: RFC 9438 §4.2). A probe that meets a shallower queue than the stint's
+    (next to BBR) brings the window down the same way: the rate, not the window, is the share."""
     from nuwa_server.grants import GrantDecision
 
     loss, sessions, sw = switcher_on_a_ceiling()
@@ -309,7 +312,7 @@ def test_a_failed_probe_resumes_the_stints_rate_at_the_queue_it_meets() -> None:
         cum += int((5e6 if sw.mode == "sender" else 0.5e6) * 0.05 / 8)
         sw.on_grant(sessions[0], GrantDecision(True, "ok", None, 1200, cum, 450_000), t)
         if sw.mode == "sender":
-            loss._cc.congestion_window = 50 * MSS
+            loss._cc.congestion_window = stint_window_packets * MSS
         if sw.poll(loss, sessions, t, 4433) is not None:
             modes.append(sw.mode)
             if sw.mode == "receiver":
@@ -335,8 +338,13 @@ def test_restore_after_probe_refuses_time_travel_and_other_families() -> None:
         restore_after_probe(loss, saved, f.t + 1, f.t)
     loss._cc.congestion_window = saved.congestion_window + MSS
     assert restore_after_probe(loss, saved, f.t, f.t + 1) == {}  # max(cwnd, prior)
-    assert restore_after_probe(loss, saved, f.t, f.t + 1,
-                               share_window_bytes=loss._cc.congestion_window) == {}
+    # a share window, larger or smaller than the window held, is the window (at least 2 MSS)
+    held = loss._cc.congestion_window
+    assert restore_after_probe(loss, saved, f.t, f.t + 1, share_window_bytes=held // 3) == {
+        "congestion_window": held // 3, "share_window": held // 3, "_t_epoch": f.t + 1}
+    assert loss._cc.congestion_window == held // 3 and loss._cc._W_max == held // 3
+    assert restore_after_probe(loss, saved, f.t, f.t + 1, share_window_bytes=10)[
+        "congestion_window"] == 2 * MSS
 
 
 def test_switch_config_is_validated() -> None:
