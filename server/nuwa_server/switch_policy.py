@@ -154,9 +154,12 @@ share at that moment (a 3× drop when the stint had half the link) fails the pro
 one more stint. Replayed on the fifty-first session's 18 recorded runs
 (``python -m nuwa_lab.mix.replay --probes``), it failed the BBR probes that had held or
 failed late (10 Mbit/s: at 6 s instead of never and 20 s; Times Square at 4 s instead of 24 s)
-and left the Cubic pairs' and the CI after-leave run's probes as they were. A failed probe
-then hands Cubic the stint's rate at the RTT the probe met, not only its window
-(:func:`.cc.switching.restore_after_probe`).
+and left the Cubic pairs' and the CI after-leave run's probes as they were. End to end it did
+not make the pairs fair (docs/BENCHMARKS.md, fifty-first session): next to BBR a failed probe
+hands the link back to Cubic, which in a 1,000-packet buffer outgrows BBR (Nuwa's share
+0.53–0.74 after, 0.15–0.48 before); a Cubic window set from the stint's rate at the probe's RTT
+(Little's law) was tried with it and dropped (NYC LTE walking next to Cubic: smaller windows than
+the one held, share 0.11–0.23).
 
 **A lone flow on a near-dark link (session 47).** The floor X assumes a link that serves a
 frame well within X. On UMTS driving's near-dark stretch (12–84 kbit/s) one 1200-byte frame
@@ -652,14 +655,6 @@ class RuleSwitchPolicy:
         ratio = sum(b.delivered_bytes for b in recent) / c.leave_recent_bins / ref[0]
         self._leave["probe_rate_ratio"] = round(ratio, 3)
         return ratio < c.probe_rate_floor
-
-    @property
-    def stint_rate_bytes_per_s(self) -> float | None:
-        """The reference delivery rate of the last sender-driven stint (the
-        ``leave_ref_quantile`` of its whole bins), bytes/s, as of the last probe; None before
-        a probe or after a stint too short for one whole bin."""
-        ref = self._stint_reference
-        return None if ref is None else ref[0] * 1e6 / self.config.leave_bin_us
 
     def _queue_stood(self, now_us: int, min_samples: int) -> bool:
         """At least ``min_samples`` fresh samples in the last Y, every one at least X,

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import statistics
 from collections.abc import Iterable
 
 from aioquic.quic.congestion.base import QuicCongestionControl
@@ -140,18 +139,6 @@ class ConnectionSwitcher:
                                   others_packets=None if sample.read_together else round(
                                       sample.others_packets, 2))
 
-    def _share_window(self, loss: QuicPacketRecovery) -> int | None:
-        """The last stint's delivery rate (the policy's ``stint_rate_bytes_per_s``) × the
-        RTT now (the connection's min RTT + the median fresh queuing delay of the last Y),
-        bytes: what that rate needs in flight at today's queue (Little's law), for
-        :func:`.cc.switching.restore_after_probe`; None without a rate, samples or RTT."""
-        rate = getattr(self.policy, "stint_rate_bytes_per_s", None)
-        samples = [q for _, q in getattr(self.policy, "qd_samples", ())]
-        if not rate or not samples or not loss._rtt_initialized:
-            return None
-        rtt_s = float(loss._rtt_min) + statistics.median(samples) / 1e6
-        return int(rate * rtt_s)
-
     def poll(self, loss: QuicPacketRecovery, sessions: list[NuwaSession], now_us: int,
              peer_port: int | None) -> SwitchRecord | None:
         """At most every :data:`POLL_INTERVAL_US`: ask the policy; act on its decision.
@@ -169,7 +156,6 @@ class ConnectionSwitcher:
         why = getattr(self.policy, "evidence", None)
         evidence = why() if why is not None else None  # before switched() clears it
         before = loss._cc
-        share = self._share_window(loss) if target == SENDER else None
         record = set_control_mode(loss, [s.grants for s in sessions], self.config, target,
                                   now_us)
         self.policy.switched(now_us, target)
@@ -180,8 +166,7 @@ class ConnectionSwitcher:
             if self._set_aside is not None and getattr(self.policy, "probe_failed_at_switch",
                                                        False):
                 saved, since_us = self._set_aside
-                restored = restore_after_probe(loss, saved, since_us / 1e6, now_us / 1e6,
-                                               share)
+                restored = restore_after_probe(loss, saved, since_us / 1e6, now_us / 1e6)
                 if restored:
                     self.restored.append(restored)
             self._set_aside = None

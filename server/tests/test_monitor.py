@@ -683,7 +683,6 @@ def test_a_probe_next_to_bbr_fails_on_its_rate() -> None:
             assert sw[0][0] - t_probe == pytest.approx(4 * S, abs=0.06 * S)
             assert p.failed_probes == 1 and p.probe_failed_at_switch
             assert evidence["probe_rate_ratio"] == pytest.approx(0.4, abs=0.02)
-            assert p.stint_rate_bytes_per_s == pytest.approx(250_000)
         else:
             assert p.mode == RECEIVER and p._probing_since_us is None  # the probe held
 

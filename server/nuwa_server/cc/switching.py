@@ -183,8 +183,7 @@ CUBIC_RESTORED = ("congestion_window", "ssthresh", "_W_max", "_W_est", "_cwnd_ep
 
 
 def restore_after_probe(loss: QuicPacketRecovery, saved: QuicCongestionControl,
-                        saved_at_s: float, now_s: float,
-                        share_window_bytes: int | None = None) -> dict[str, float]:
+                        saved_at_s: float, now_s: float) -> dict[str, float]:
     """After a failed probe, give the sender-driven controller back the window the probe set
     aside.
 
@@ -204,28 +203,15 @@ def restore_after_probe(loss: QuicPacketRecovery, saved: QuicCongestionControl,
     the window was not in use (RFC 9438 §5.8). ``bytes_in_flight`` and the recovery period
     stay the current controller's (the connection's accounting, :data:`CONNECTION_LEVEL`).
 
-    A window, though, is a share only at the RTT it was used at. The competitor's queue
-    during the probe may be deeper (fifty-first session, NYC LTE walking next to Cubic: the
-    stint's last window, 104 kB, carried 5 Mbit/s at its RTT and 1 Mbit/s at the 1 s RTT the
-    competitor reached during the probe) or shallower (10 Mbit/s next to BBR: the stint's
-    705 kB was built against a 900 ms queue; the probe met BBR's 50 ms one, and Cubic given
-    705 kB back took 0.81 of the link). So the caller may pass ``share_window_bytes``, the
-    stint's delivery rate × the RTT now (Little's law: the bytes that rate needs in flight
-    at this queue); when given, Cubic resumes congestion avoidance from it, larger or smaller
-    than the window it holds, as from a fresh W_max (RFC 9438 §4.2 with W_max = cwnd, K = 0),
-    at least RFC 9002's minimum window of two packets.
-
     Args:
         loss: the connection's recovery, whose ``_cc`` is the sender-driven controller just
             installed by :func:`switch_controller`.
         saved: the sender-driven controller the probe replaced.
         saved_at_s / now_s: when the probe began and now, s (the caller's clock).
-        share_window_bytes: the stint's delivery rate × the current RTT, bytes, or None.
 
     Returns:
         What was restored (name → value); empty when nothing was: ``saved`` is not of the
-        current controller's Cubic type, or (without ``share_window_bytes``) its window was
-        not the larger. ``share_window`` names the share window when it was used.
+        current controller's Cubic type, or its window was not the larger.
 
     Raises:
         ValueError: ``now_s`` before ``saved_at_s``.
@@ -236,23 +222,14 @@ def restore_after_probe(loss: QuicPacketRecovery, saved: QuicCongestionControl,
     if type(cc) is not type(saved) or not isinstance(cc, CubicCongestionControl) \
             or not isinstance(saved, CubicCongestionControl):
         return {}
+    if saved.congestion_window <= cc.congestion_window:
+        return {}
     out: dict[str, float] = {}
-    if share_window_bytes is not None:
-        # the stint's rate at today's RTT; congestion avoidance from W_max = cwnd (RFC 9438
-        # §4.2: K = 0, so W_cubic(t) = C·t³ + W_max from now); RFC 9002 §7.2's minimum window
-        share = max(int(share_window_bytes), 2 * cc._max_datagram_size)
-        cc.congestion_window = cc.ssthresh = cc._W_max = cc._cwnd_epoch = cc._W_est = share
-        cc.K = 0.0
-        cc._t_epoch = now_s
-        cc._first_slow_start = cc._starting_congestion_avoidance = False
-        out.update(congestion_window=share, share_window=share, _t_epoch=now_s)
-        return out
-    if saved.congestion_window > cc.congestion_window:
-        for name in CUBIC_RESTORED:
-            value = getattr(saved, name)
-            setattr(cc, name, value)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[name] = value
-        cc._t_epoch = saved._t_epoch + (now_s - saved_at_s)  # RFC 9438 §5.8: t skips the probe
-        out["_t_epoch"] = cc._t_epoch
+    for name in CUBIC_RESTORED:
+        value = getattr(saved, name)
+        setattr(cc, name, value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+    cc._t_epoch = saved._t_epoch + (now_s - saved_at_s)  # RFC 9438 §5.8: t skips the probe
+    out["_t_epoch"] = cc._t_epoch
     return out
