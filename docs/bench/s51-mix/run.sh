@@ -3,7 +3,7 @@
 # the static controllers left unfair (docs/bench/s9-mix) with `--switch rule`, 60 s, second flow
 # after 5 s (the 2+2: a flow every 10 s), 1000 packets; runs alternate across pairs.
 # Heavy: run under flock /tmp/nuwa-heavy.lock. Usage: run.sh RUNS [OUTDIR] (before/: code b596f43,
-# after/: the probe's rate verdict and the share restore)
+# after-restore/: the probe's rate verdict with the share restore (233105a), after/: the rate verdict alone)
 set -u
 cd "$(dirname "$0")/../../.."
 RUNS=${1:-3}
