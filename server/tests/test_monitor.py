@@ -601,12 +601,12 @@ def test_a_probe_that_sees_the_competitors_queue_drain_once_still_fails() -> Non
     """Recorded end to end (HSDPA train 13, session 17): on the probe the queue fell to 27 ms
     once (Cubic's loss), then filled again, a frame read every 0.3 s at 103 ms rising past
     1 s; the old rule needed 20 samples in Y and the probe lasted 20 s. The verdict looks at
-    the last Y: it fails the probe Y after the drained sample. The rate verdict (a frame per
-    0.3 s against the stint's 2 Mbit/s) ends it sooner, once the probe's bins 1–3 are whole."""
+    the last Y: it fails the probe Y after the drained sample. The opt-in rate verdict (a frame
+    per 0.3 s against the stint's 2 Mbit/s) ends it sooner, once the probe's bins 1–3 are whole."""
     reads = [(2.73, 27), (2.88, 103), (3.18, 241), (3.50, 269), (3.81, 260), (4.11, 241),
              (4.41, 249), (4.72, 258), (5.05, 274), (5.38, 273), (5.71, 280), (6.07, 298),
              (6.42, 300), (6.81, 337), (7.24, 380)]
-    for cfg, at_s in ((RuleConfig(probe_rate_floor=None), 5.75), (RuleConfig(), 4.0)):
+    for cfg, at_s in ((RuleConfig(), 5.75), (RuleConfig(probe_rate_floor=0.6), 4.0)):
         p = RuleSwitchPolicy(0, cfg)
         t_probe = _to_probe(p, 1600 * MS)  # the drain allowance: 2.4 s, under Y
         sw = _probe_reads(p, [(t_probe + r * S, q * MS) for r, q in reads])
@@ -661,12 +661,13 @@ def test_a_probe_next_to_bbr_fails_on_its_rate() -> None:
     the probe BBR's queue stood at 20–80 ms, under X every second or so (its ProbeBW cycle
     and ProbeRTT), so the queue verdict never held; Nuwa's rate fell from the stint's 6.5
     Mbit/s to 3.2 by 5 s into the probe and 1–2 for the rest of the run (share 0.15, Jain
-    0.67). The rate verdict fails such a probe once its bins 1–3 are whole: below 0.6 × the
-    stint's rate (2 Mbit/s here). The same queue at the stint's rate or above (the competitor
-    left; this is Nuwa's own jitter) holds, and so does a probe on the rule without it."""
+    0.67). The opt-in rate verdict fails such a probe once its bins 1–3 are whole: below 0.6 ×
+    the stint's rate (2 Mbit/s here). The same queue at the stint's rate or above (the
+    competitor left; this is Nuwa's own jitter) holds, and so does a probe on the default rule."""
     pattern_ms = (30, 60, 45, 20, 70, 35)
-    for cfg, rate_bps, want in ((RuleConfig(), 0.8e6, [SENDER]), (RuleConfig(), 2.4e6, []),
-                                (RuleConfig(probe_rate_floor=None), 0.8e6, [])):
+    rate_rule = RuleConfig(probe_rate_floor=0.6)
+    for cfg, rate_bps, want in ((rate_rule, 0.8e6, [SENDER]), (rate_rule, 2.4e6, []),
+                                (RuleConfig(), 0.8e6, [])):
         p = RuleSwitchPolicy(0, cfg)
         t_probe = _to_probe(p, 400 * MS)
         sw = []
