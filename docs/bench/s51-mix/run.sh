@@ -3,7 +3,8 @@
 # the static controllers left unfair (docs/bench/s9-mix) with `--switch rule`, 60 s, second flow
 # after 5 s (the 2+2: a flow every 10 s), 1000 packets; runs alternate across pairs.
 # Heavy: run under flock /tmp/nuwa-heavy.lock. Usage: run.sh RUNS [OUTDIR] (before/: code b596f43,
-# after-restore/: the probe's rate verdict with the share restore (233105a), after/: the rate verdict alone)
+# after-restore/: the probe's rate verdict with the share restore (233105a), after/: the rate verdict
+# alone (21cae3d; since 3070e48 opt-in: the same with --switch-rule '{"probe_rate_floor": 0.6}'))
 set -u
 cd "$(dirname "$0")/../../.."
 RUNS=${1:-3}
