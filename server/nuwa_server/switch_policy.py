@@ -154,7 +154,8 @@ competitor that left during a probe on a link whose capacity fell below 0.6 × o
 share at that moment (a 3× drop when the stint had half the link) fails the probe and costs
 one more stint. Replayed on the fifty-first session's 18 recorded runs
 (``python -m nuwa_lab.mix.replay --probes``), it failed the BBR probes that had held or
-failed late (10 Mbit/s: at 6 s instead of never and 20 s; Times Square at 4 s instead of 24 s)
+failed late (10 Mbit/s: 4–6 s into the probe, where the runs' probes held in two and failed at
+20 s in one; Times Square at 4 s instead of 24 s)
 and left the Cubic pairs' and the CI after-leave run's probes as they were. End to end it did
 not make the pairs fairer (docs/BENCHMARKS.md, fifty-first session: six pairings × 3 runs,
 runs meeting issue 18 7 of 18 without it, 5 of 18 with it; mean Jain 0.859 and 0.846): next to
@@ -448,9 +449,9 @@ class RuleSwitchPolicy:
                 fresh_qd = queuing_delay_us
                 if echo_us is not None:
                     self._last_echo_us = echo_us
-        probing = self._probing_since_us is not None
-        if (self.mode == SENDER or probing) and (delivered_bytes or fresh_qd is not None):
-            # the stint's series (early probe) or, on a probe, the probe's (its rate verdict)
+        rate_probe = self._probing_since_us is not None and self.config.probe_rate_floor is not None
+        if (self.mode == SENDER or rate_probe) and (delivered_bytes or fresh_qd is not None):
+            # the stint's series (early probe) or, on a probe, the probe's (its opt-in rate verdict)
             index = (now_us - self.since_us) // self.config.leave_bin_us
             if not self._bins or self._bins[-1].index != index:
                 self._bins.append(_Bin(index))
@@ -653,10 +654,10 @@ class RuleSwitchPolicy:
         # a bin without a record delivered nothing; but with no fresh sample in the span, or
         # samples of frames sent together and read apart, the link is (nearly) dark: an
         # outage, which is no evidence of a competitor (module doc)
-        if first < 1 or not any(b.qd_us for b in recent) or not self.standing(now_us):
-            return False
         if c.probe_fail_min_samples is not None and len(self._qd) < c.probe_fail_min_samples:
             return False  # as few samples as the queue verdict needs (module doc)
+        if first < 1 or not any(b.qd_us for b in recent) or not self.standing(now_us):
+            return False
         ratio = sum(b.delivered_bytes for b in recent) / c.leave_recent_bins / ref[0]
         self._leave["probe_rate_ratio"] = round(ratio, 3)
         return ratio < c.probe_rate_floor
