@@ -139,9 +139,12 @@ class SessionConfig:
                              f"{self.switch_mode!r}")
         if self.switch_rule is not None and self.switch == "none":
             raise ValueError("switch_rule needs switch 'rule' or 'dqn'")
-        self.rule_config()
+        drained = self.rule_config().drained_sender_cc
         if self.sender_cc not in SENDER_CCS:
             raise ValueError(f"sender_cc must be one of {SENDER_CCS}, got {self.sender_cc!r}")
+        if drained is not None and drained not in SENDER_CCS:
+            raise ValueError(f"switch_rule: drained_sender_cc must be one of {SENDER_CCS}, "
+                             f"got {drained!r}")
         self.grant_config().validate()
         return self
 

@@ -165,6 +165,36 @@ off by default. A Cubic window set from the stint's rate at the probe's RTT (Lit
 tried with it and dropped (NYC LTE walking next to Cubic: smaller windows than the one held,
 share 0.11–0.23).
 
+**A competitor whose queue drains (session 52; opt-in ``drained_sender_cc``).** Next to BBR
+the fair sender-driven controller is BBR: end to end (docs/BENCHMARKS.md, fifty-second
+session) ``--sender-cc bbr`` held 0.35–0.40 of a constant link next to a BBR download at a
+third of the queue Cubic keeps, but next to Cubic it took 0.01–0.12 (a window of twice its
+BDP estimate is a few packets of a queue Cubic keeps seconds deep). So the choice needs the
+competitor's kind, and the first detection's evidence does not carry it: the Y before the
+switch looks alike next to either. A probe does. With our sender-driven controller set aside,
+a buffer filler's queue stands (the queue verdict, or the first detection's condition, ends
+the probe) while BBR's drains every few seconds (ProbeBW's down phase, ProbeRTT every 5 s)
+and only the rate verdict can end it. So a probe that fails on the rate verdict alone sets
+:attr:`RuleSwitchPolicy.drained_competitor`, and :meth:`RuleSwitchPolicy.sender_cc` names
+``drained_sender_cc`` for the stint that follows (the switcher installs it); a probe that
+fails on a standing queue, or holds, clears it. The first detection always takes the
+server's ``--sender-cc``: mistaking Cubic for BBR costs nearly the whole share, the other way
+round only the fairness the rule had before. Hence a guard: the probe's fresh samples of its
+last Y must include one under ``drained_below_ms`` (12.5 ms: the queue emptied, as BBR's
+ProbeRTT empties it every 5 s); without it, on NYC LTE walking next to Cubic the rate verdict
+after the trace's 4 s outage (the queue dipped to 33 and 76 ms, never empty) took Cubic for BBR
+in 2 of 2 runs (share 0.01). Two more pieces make the read possible: ``first_queue_floor_ms``
+(35) catches BBR's queue, about one base RTT, in the first detection while the probe keeps
+X = 50 (at 35 everywhere the probe's queue verdict held on BBR's queue too), and BBR's first
+bandwidth sample from the ceiling is its pipeACK, not its window (:mod:`.cc.switching`).
+Measured end to end (docs/BENCHMARKS.md, fifty-second session): the kind was read in 5 of 12
+probes next to BBR (the others ended on the queue verdict: the 1,000-packet queue the Cubic
+stint left had not drained within the probe's Y), and a stint that read it started BBR from
+the probe's rate and climbed one ProbeBW cycle at a time (shares 0.16–0.35); runs meeting
+issue 18 were no more than with the shipped rule. Hence opt-in. Where it is still wrong: a
+buffer filler whose queue empties during a probe (a shallow buffer) with our rate under the
+floor is taken for BBR for one stint.
+
 **A lone flow on a near-dark link (session 47).** The floor X assumes a link that serves a
 frame well within X. On UMTS driving's near-dark stretch (12–84 kbit/s) one 1200-byte frame
 waits 115–800 ms for the link's next delivery opportunity, so a lone flow at its one-frame
@@ -255,6 +285,11 @@ class RuleConfig:
         queue_floor_ms: X, ms: the queue "never drains" when every queuing-delay sample of
             the last Y is at least this (2 × Nuwa's default Td of 25 ms: alone, Nuwa holds
             its queue near Td and drains it when its window is small).
+        first_queue_floor_ms: X for the first detection alone (and the packet trains it
+            asks for), ms; None (the default): ``queue_floor_ms``. A probe's verdicts keep
+            ``queue_floor_ms`` (module doc, "A competitor whose queue drains": next to BBR,
+            whose own queue is about one base RTT, a lower X catches it sooner, and the probe
+            must still see its queue dip under the higher one to tell it from a buffer filler).
         hold_us: Y, µs.
         min_samples: queuing-delay samples needed in the last Y (fewer: no evidence).
         max_gap_us / gap_qd_factor: the longest span of the last Y without a fresh sample
@@ -295,6 +330,16 @@ class RuleConfig:
             (the ``leave_ref_quantile`` of the stint's bins). None (the default): no rate
             verdict; 0.6 was measured end to end and did not make the pairs fairer (module
             doc), so it is opt-in (``--switch-rule '{"probe_rate_floor": 0.6}'``).
+        drained_sender_cc: the sender-driven controller after a probe failed on its rate
+            verdict alone (module doc, "A competitor whose queue drains"): e.g. ``"bbr"``;
+            the server's ``--sender-cc`` otherwise, and again after a probe that fails on the
+            queue verdict or holds. None (the default): always ``--sender-cc``. Opt-in, and
+            needs ``probe_rate_floor`` (without it no probe fails on its rate). The name must
+            be one of the server's sender controllers (checked by ``SessionConfig.validate``).
+        drained_below_ms: with ``drained_sender_cc``, the probe's fresh samples of its last Y
+            must include one under this, ms: the competitor's queue did drain (BBR's
+            ProbeRTT empties it every 5 s); a rate failure without it (a link coming back
+            from an outage behind a buffer filler) keeps ``--sender-cc``.
         train_own_packets: the packet train's veto (module doc, "A lone flow on a near-dark
             link"): the queue is the flow's own while an answer of the last 2 × Y found at
             most this many packets ahead of it that are not ours
@@ -309,6 +354,7 @@ class RuleConfig:
     max_gap_us: int = 1_000_000
     gap_qd_factor: float = 2.0
     queue_floor_ms: float = 50.0
+    first_queue_floor_ms: float | None = None
     hold_us: int = 3_000_000
     min_samples: int = 20
     min_dwell_us: int = 2_000_000
@@ -324,6 +370,8 @@ class RuleConfig:
     probe_fail_min_samples: int | None = 4
     probe_drain_factor: float = 1.5
     probe_rate_floor: float | None = None
+    drained_sender_cc: str | None = None
+    drained_below_ms: float = 12.5
     train_own_packets: float | None = 4.0
 
     def validate(self) -> RuleConfig:
@@ -334,6 +382,9 @@ class RuleConfig:
             raise ValueError(f"floor_share must be in (0, 1], got {self.floor_share}")
         if not self.queue_floor_ms > 0:
             raise ValueError(f"queue_floor_ms must be > 0, got {self.queue_floor_ms}")
+        if self.first_queue_floor_ms is not None and not self.first_queue_floor_ms > 0:
+            raise ValueError(f"first_queue_floor_ms must be > 0 or None, got "
+                             f"{self.first_queue_floor_ms}")
         if self.max_gap_us <= 0 or not self.gap_qd_factor >= 0:
             raise ValueError(f"max_gap_us must be > 0 and gap_qd_factor >= 0, got "
                              f"{self.max_gap_us}, {self.gap_qd_factor}")
@@ -364,6 +415,13 @@ class RuleConfig:
         if self.probe_rate_floor is not None and not 0 < self.probe_rate_floor < 1:
             raise ValueError(f"probe_rate_floor must be in (0, 1) or None, got "
                              f"{self.probe_rate_floor}")
+        if self.drained_sender_cc is not None and (
+                not isinstance(self.drained_sender_cc, str) or self.probe_rate_floor is None):
+            raise ValueError(f"drained_sender_cc must be a controller name and needs "
+                             f"probe_rate_floor, got {self.drained_sender_cc!r} with "
+                             f"probe_rate_floor {self.probe_rate_floor!r}")
+        if not self.drained_below_ms >= 0:
+            raise ValueError(f"drained_below_ms must be >= 0, got {self.drained_below_ms}")
         if not self.probe_drain_factor >= 0:
             raise ValueError(f"probe_drain_factor must be >= 0, got {self.probe_drain_factor}")
         if self.leave_bin_us <= 0 or self.leave_recent_bins < 1 or self.leave_ref_bins < 1:
@@ -407,6 +465,12 @@ class RuleSwitchPolicy:
         """How long the probe lets our own bytes of the queue before it leave, µs."""
         self.failed_probes = 0
         """Probes ended by their own verdict (:meth:`probe_failed`)."""
+        self._probe_verdict: Literal["queue", "rate"] | None = None
+        """Which of :meth:`probe_failed`'s verdicts held at its last True."""
+        self.drained_competitor = False
+        """The last probe failed on its rate verdict alone: a competitor is there (our rate
+        fell) but its queue does not stand (module doc, "A competitor whose queue drains");
+        False again after a probe that held or failed on the queue."""
         self.probe_failed_at_switch = False
         """The last :meth:`switched` ended a probe that failed (back to sender-driven
         within the probe's span): the caller may restore the sender-driven window the probe
@@ -491,7 +555,7 @@ class RuleSwitchPolicy:
             return False
         self.observe(now_us)
         recent = [q for _, q, _ in list(self._qd)[-_TRAIN_AFTER_SAMPLES:]]
-        if len(recent) < _TRAIN_AFTER_SAMPLES or min(recent) < c.queue_floor_ms * 1000:
+        if len(recent) < _TRAIN_AFTER_SAMPLES or min(recent) < self._floor_ms() * 1000:
             return False
         self._train_asked_us = now_us
         return True
@@ -523,7 +587,7 @@ class RuleSwitchPolicy:
     def competitor_evidence(self, now_us: int) -> bool:
         """The receiver-driven condition over the last Y (module doc)."""
         c = self.config
-        if not self._queue_stood(now_us, c.min_samples):
+        if not self._queue_stood(now_us, c.min_samples, self._floor_ms()):
             return False
         if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True
@@ -636,7 +700,13 @@ class RuleSwitchPolicy:
             return False
         if now_us - since < max(c.hold_us, self._probe_drain_us):
             return False
-        return self._queue_stood(now_us, c.probe_fail_min_samples) or self._probe_starved(now_us)
+        if self._queue_stood(now_us, c.probe_fail_min_samples):
+            self._probe_verdict = "queue"
+            return True
+        if self._probe_starved(now_us):
+            self._probe_verdict = "rate"
+            return True
+        return False
 
     def _probe_starved(self, now_us: int) -> bool:
         """The probe's rate verdict (module doc, "A probe next to BBR"): the receiver's
@@ -662,14 +732,24 @@ class RuleSwitchPolicy:
         self._leave["probe_rate_ratio"] = round(ratio, 3)
         return ratio < c.probe_rate_floor
 
-    def _queue_stood(self, now_us: int, min_samples: int) -> bool:
+    def _floor_ms(self) -> float:
+        """X now, ms: ``first_queue_floor_ms`` when set and the flow is not on a probe,
+        else ``queue_floor_ms``."""
+        c = self.config
+        if c.first_queue_floor_ms is not None and self._probing_since_us is None:
+            return c.first_queue_floor_ms
+        return c.queue_floor_ms
+
+    def _queue_stood(self, now_us: int, min_samples: int,
+                     floor_ms: float | None = None) -> bool:
         """At least ``min_samples`` fresh samples in the last Y, every one at least X,
         covering Y (:meth:`_covers_hold`), from a standing queue (:meth:`standing`), not found
         the flow's own by a packet train of the last 2 × Y (:meth:`own_queue`), and not
         waiting for a train's answer (:meth:`_unverified`)."""
         self.observe(now_us)
         qd = [q for _, q, _ in self._qd]
-        if (len(qd) < min_samples or min(qd) < self.config.queue_floor_ms * 1000
+        floor_ms = self.config.queue_floor_ms if floor_ms is None else floor_ms
+        if (len(qd) < min_samples or min(qd) < floor_ms * 1000
                 or not (self._covers_hold(now_us) and self.standing(now_us))):
             self._unverified_since_us = None
             return False
@@ -699,14 +779,21 @@ class RuleSwitchPolicy:
             self._probing_since_us = None
             self._probe_wait_us = c.probe_us
             self._early_wait_us = c.leave_backoff_us
+            self.drained_competitor = False
         if in_mode < c.min_dwell_us:
             return None
         if self.mode == RECEIVER:
             if in_mode >= c.hold_us and self.competitor_evidence(now_us):
+                self.drained_competitor = False  # a standing queue: a buffer filler
                 return SENDER
             if self.probe_failed(now_us):
                 self.failed_probes += 1
                 self._leave["probe_failed"] = 1
+                drained_us = c.drained_below_ms * 1000
+                self.drained_competitor = self._probe_verdict == "rate" and any(
+                    q < drained_us for _, q, _ in self._qd)
+                if self.drained_competitor:
+                    self._leave["drained"] = 1
                 return SENDER
             return None
         if in_mode >= self._probe_wait_us:
@@ -721,6 +808,14 @@ class RuleSwitchPolicy:
             self._deciding_early = True
             return RECEIVER
         return None
+
+    def sender_cc(self, default: str) -> str:
+        """The controller for the sender-driven mode :meth:`decide` just chose: the
+        configured ``drained_sender_cc`` when the probe that ended failed on its rate verdict
+        alone (a competitor whose queue drains, e.g. BBR: module doc), else ``default`` (the
+        server's ``--sender-cc``)."""
+        chosen = self.config.drained_sender_cc
+        return chosen if self.drained_competitor and chosen is not None else default
 
     def switched(self, now_us: int, mode: ControlMode) -> None:
         """The caller moved the flow to ``mode`` at ``now_us``; updates the probe backoff."""

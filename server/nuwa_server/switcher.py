@@ -52,16 +52,17 @@ POLL_INTERVAL_US = 50_000
 
 
 def set_control_mode(loss: QuicPacketRecovery, grants: Iterable[GrantState],
-                     config: SessionConfig, mode: ControlMode, now_us: int) -> SwitchRecord:
+                     config: SessionConfig, mode: ControlMode, now_us: int,
+                     sender_cc: str | None = None) -> SwitchRecord:
     """Move a connection to ``mode`` now: swap its controller (receiver-driven: the
-    ceiling; sender-driven: ``config.sender_cc``) in ``config.switch_mode`` and set the
-    enforcement of every session's grants (``grants``: each session's
-    :class:`~.grants.GrantState`). Returns the swap's record. Raises ValueError on an
-    unknown mode or controller."""
+    ceiling; sender-driven: ``sender_cc``, default ``config.sender_cc``) in
+    ``config.switch_mode`` and set the enforcement of every session's grants (``grants``:
+    each session's :class:`~.grants.GrantState`). Returns the swap's record. Raises
+    ValueError on an unknown mode or controller."""
     if mode == RECEIVER:
         to_cc, enforce = config.quic_congestion_control, True
     elif mode == SENDER:
-        to_cc, enforce = config.sender_cc, False
+        to_cc, enforce = sender_cc or config.sender_cc, False
     else:
         raise ValueError(f"mode must be receiver or sender, got {mode!r}")
     switch_mode = config.switch_mode
@@ -156,8 +157,10 @@ class ConnectionSwitcher:
         why = getattr(self.policy, "evidence", None)
         evidence = why() if why is not None else None  # before switched() clears it
         before = loss._cc
+        choose = getattr(self.policy, "sender_cc", None)  # the rule's (the DQN has none)
+        sender_cc = choose(self.config.sender_cc) if choose and target == SENDER else None
         record = set_control_mode(loss, [s.grants for s in sessions], self.config, target,
-                                  now_us)
+                                  now_us, sender_cc)
         self.policy.switched(now_us, target)
         restored: dict[str, float] = {}
         if target == RECEIVER:

@@ -688,7 +688,64 @@ def test_a_probe_next_to_bbr_fails_on_its_rate() -> None:
             assert p.mode == RECEIVER and p._probing_since_us is None  # the probe held
 
 
+def test_a_probe_that_fails_on_its_rate_alone_chooses_the_drained_sender_cc() -> None:
+    """Opt-in ``drained_sender_cc`` (module doc, "A competitor whose queue drains"): the
+    BBR-like probe above (a queue under X every second or so and empty now and then, the
+    rate at 0.4 of the stint's) fails on the rate verdict, and the sender-driven controller
+    it goes back to is the configured one; a probe that fails on a standing queue (a buffer
+    filler), or on its rate with a queue that dipped but never emptied
+    (``drained_below_ms``), goes back to the server's ``--sender-cc``; without the option a
+    rate failure changes nothing."""
+    drains_ms = (30, 60, 45, 5, 70, 35)  # BBR's: under 12.5 ms once in a while
+    dips_ms = (30, 60, 45, 20, 70, 35)  # under X, never empty
+    drained = RuleConfig(probe_rate_floor=0.6, drained_sender_cc="bbr")
+    for cfg, pattern_ms, want_cc, is_drained in (
+            (drained, drains_ms, "bbr", True), (drained, None, "cubic", False),
+            (drained, dips_ms, "cubic", False),
+            (RuleConfig(probe_rate_floor=0.6), drains_ms, "cubic", True)):
+        standing = pattern_ms is None
+        p = RuleSwitchPolicy(0, cfg)
+        t_probe = _to_probe(p, 400 * MS)
+        assert p.sender_cc("cubic") == "cubic"  # the first detection: a standing queue
+        evidence: dict = {}
+        for k, t in enumerate(range(t_probe + 50 * MS, t_probe + 14 * S, 50 * MS)):
+            q = 400 * MS if pattern_ms is None else pattern_ms[k % len(pattern_ms)] * MS
+            p.observe(t, 6000, q, echo_us=t - q - 25 * MS, delivered_bytes=int(0.8e6 * 0.05 / 8))
+            if (d := p.decide(t)) is not None:
+                evidence = p.evidence()
+                chosen = p.sender_cc("cubic")
+                p.switched(t, d)
+                break
+        # a standing queue ends the probe on the first detection's own condition (20 samples)
+        assert d == SENDER and p.failed_probes == (0 if standing else 1), cfg
+        assert chosen == want_cc, (cfg, pattern_ms)
+        assert evidence.get("drained") == (1 if is_drained else None)  # logged either way
+        assert p.drained_competitor == is_drained
+
+
+def test_the_first_detection_may_have_its_own_floor() -> None:
+    """``first_queue_floor_ms`` (module doc, "A competitor whose queue drains"): a queue
+    standing at 40 ms (BBR's own, about one 50 ms base RTT, less our share) never reaches the
+    default X of 50 ms; with X = 35 for the first detection it is a competitor after Y. On a
+    probe the verdicts keep ``queue_floor_ms``: the same 40 ms queue does not fail it."""
+    assert feed_sender(RuleSwitchPolicy(0), 0, 8 * S, 2e6, 40 * MS) == []
+    p = RuleSwitchPolicy(0, RuleConfig(first_queue_floor_ms=35))
+    assert feed_sender(p, 0, 8 * S, 2e6, 40 * MS) == [(3 * S, SENDER)]
+    q = RuleSwitchPolicy(0, RuleConfig(first_queue_floor_ms=35))
+    t_probe = _to_probe(q, 400 * MS)
+    # through the probe's span (2 Y + the dwell: 8 s) nothing fails it; once it has held,
+    # the first detection's own X is back, and the queue it still sees is a competitor's
+    out = feed_sender(q, t_probe + 50 * MS, t_probe + 14 * S, 2e6, 40 * MS)
+    assert q.failed_probes == 0 and len(out) == 1 and out[0][0] > t_probe + 8 * S
+    with pytest.raises(ValueError, match="first_queue_floor_ms"):
+        RuleConfig(first_queue_floor_ms=0).validate()
+
+
 def test_bad_probe_verdict_config() -> None:
+    with pytest.raises(ValueError, match="drained_sender_cc"):
+        RuleConfig(drained_sender_cc="bbr").validate()  # no rate verdict to fail on
+    with pytest.raises(ValueError, match="drained_sender_cc"):
+        RuleConfig(probe_rate_floor=0.6, drained_sender_cc=3).validate()  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="probe_rate_floor"):
         RuleConfig(probe_rate_floor=1.0).validate()
     with pytest.raises(ValueError, match="probe_fail_min_samples"):
@@ -710,6 +767,8 @@ def test_the_rule_thresholds_come_from_the_servers_switch_rule() -> None:
     assert policy.config == RuleConfig(probe_fail_min_samples=None, hold_us=4_000_000)
     assert make_policy(SessionConfig(switch="rule").validate(), 0).config == RuleConfig()
     for rule, msg in (('{"hold_us": 0}', "hold_us"), ("{", "not JSON"), ("3", "JSON object"),
+                      ('{"probe_rate_floor": 0.6, "drained_sender_cc": "vegas"}',
+                       "drained_sender_cc must be one of"),
                       ('{"holdus": 1}', "unknown field"),
                       ('{"probe_drain_factor": "x"}', "switch_rule")):
         with pytest.raises(ValueError, match=msg):

@@ -117,6 +117,27 @@ def test_packets_sent_before_a_switch_are_accounted_after_it() -> None:
         assert loss._cc.bytes_in_flight == 8 * MSS
 
 
+def test_into_bbr_from_the_ceiling_the_bandwidth_in_use_is_at_most_its_pipeack() -> None:
+    """The Nuwa ceiling's window only caps the grants': after a probe it may hold a Cubic
+    stint's window while the grants allow a tenth of it. BBR's first bandwidth sample is
+    then the window in use, at most the ceiling's pipeACK (RFC 7661 §4.2) ÷ sRTT; with no
+    round in pipeACK's period, the window."""
+    from collections import deque
+
+    loss, f = grown_cubic(CEILING_NAME)
+    cwnd = loss._cc.congestion_window
+    assert cwnd > 10 * MSS
+    loss._cc._pipeack_samples = deque([(f.t, 5 * MSS)])  # type: ignore[attr-defined]
+    rec = switch_controller(loss, BBR_CC_NAME, "unrestricted", f.t)
+    assert loss._cc.max_bw_bytes_per_s == pytest.approx(5 * MSS / 0.05)
+    assert rec.seeded["pipeack_bytes"] == 5 * MSS
+    loss2, f2 = grown_cubic(CEILING_NAME)
+    loss2._cc._pipeack_samples = deque()  # type: ignore[attr-defined]
+    rec2 = switch_controller(loss2, BBR_CC_NAME, "unrestricted", f2.t)
+    assert loss2._cc.max_bw_bytes_per_s == pytest.approx(loss2._cc.congestion_window / 0.05)
+    assert "pipeack_bytes" not in rec2.seeded
+
+
 def test_unrestricted_into_bbr_seeds_min_rtt_and_bandwidth_limited_starts_fresh() -> None:
     loss, f = grown_cubic()
     cwnd = loss._cc.congestion_window
@@ -238,6 +259,38 @@ def test_connection_switcher_acts_on_grants_that_show_a_standing_queue() -> None
     assert sessions[0].train.pending  # asked for, never written (no data)
     assert sw.mode == "sender" and sessions[0].switches == 1
     assert not sessions[0].grants.config.enforce
+
+
+def test_the_switcher_installs_the_controller_the_rule_chooses() -> None:
+    """A rule that found a competitor whose queue drains (``drained_sender_cc``,
+    switch_policy module doc) names the sender-driven controller; the switcher installs it
+    (BBR here) instead of ``--sender-cc``, and the ceiling again on the way back."""
+    from nuwa_server.switch_policy import RECEIVER, SENDER
+
+    loss, sessions, sw = switcher_on_a_ceiling()
+
+    class Chooser:  # the rule's interface as the switcher uses it
+        mode = RECEIVER
+        target = SENDER
+
+        def decide(self, now_us: int) -> str:
+            return self.target
+
+        def sender_cc(self, default: str) -> str:
+            assert default == "cubic"
+            return "bbr"
+
+        def switched(self, now_us: int, mode: str) -> None:
+            self.mode = mode
+
+    sw.policy = Chooser()  # type: ignore[assignment]
+    rec = sw.poll(loss, sessions, 1_000_000, 4433)
+    assert rec is not None and rec.to_cc == "bbr" and isinstance(loss._cc, BbrCongestionControl)
+    assert not sessions[0].grants.config.enforce
+    sw.policy.target = RECEIVER  # type: ignore[attr-defined]
+    rec = sw.poll(loss, sessions, 2_000_000, 4433)
+    assert rec is not None and isinstance(loss._cc, NuwaCeilingCongestionControl)
+    assert sessions[0].grants.config.enforce
 
 
 def _switch_through_a_probe(probe_s: float, rtt_during_probe_us: int):

@@ -12,6 +12,16 @@
 #   runs-floor/: `run.sh 1 runs-floor bbr 'bbrfloor:bbr:{"probe_rate_floor":0.6}'`, 3 times, alternated
 #     with runs-cubic/: `run.sh 1 runs-cubic cubic bbr:bbr` (stopped after 2 rounds: 0.01-0.12 of the link)
 #   runs-x35/: `run.sh 3 runs-x35 bbr 'x35:cubic:{"queue_floor_ms":35}'`
+# Then with the opt-in drained_sender_cc (each: `run.sh 1 DIR bbr ARM` then `run.sh 1 DIR cubic ARM`
+# per round, arm named NAME<round> and renamed NAME-<round> after; code: the commit that adds them,
+# before each piece named here):
+#   runs-drained/: '{"queue_floor_ms":35,"probe_rate_floor":0.6,"drained_sender_cc":"bbr"}', BBR
+#     seeded from the ceiling's window (before the pipeACK seed); 2 rounds of BBR pairs, 1 of Cubic
+#   runs-drained-pipeack/: the same with the pipeACK seed, 1 round (stopped: at X = 35 the probe's
+#     queue verdict held on BBR's queue, the kind was never read)
+#   runs-first35/: '{"first_queue_floor_ms":35,"probe_rate_floor":0.6,"drained_sender_cc":"bbr"}'
+#     before drained_below_ms, 2 rounds; runs-guard/: the same with it (12.5 ms), 2 rounds (the
+#     second's Cubic Times Square and walking not run: the session's time)
 set -u
 cd "$(dirname "$0")/../../.."
 RUNS=$1; OUT=$2; PAIRS=$3; shift 3

@@ -172,7 +172,10 @@ class NuwaSender(QuicSender):
         self._next_poll_us = t_us + POLL_INTERVAL_US
         target = self.policy.decide(t_us)
         if target is not None:
-            set_control_mode(self.recovery, [self.grants], self.switch_config, target, t_us)
+            choose = getattr(self.policy, "sender_cc", None)  # as ConnectionSwitcher.poll
+            cc = choose(self.switch_config.sender_cc) if choose and target == "sender" else None
+            set_control_mode(self.recovery, [self.grants], self.switch_config, target, t_us,
+                             cc)
             self.policy.switched(t_us, target)
             self.switch_log.append((t_us / 1e6, target))
 
