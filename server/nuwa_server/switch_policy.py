@@ -465,8 +465,6 @@ class RuleSwitchPolicy:
         """How long the probe lets our own bytes of the queue before it leave, µs."""
         self.failed_probes = 0
         """Probes ended by their own verdict (:meth:`probe_failed`)."""
-        self._probe_verdict: Literal["queue", "rate"] | None = None
-        """Which of :meth:`probe_failed`'s verdicts held at its last True."""
         self.drained_competitor = False
         """The last probe failed on its rate verdict alone: a competitor is there (our rate
         fell) but its queue does not stand (module doc, "A competitor whose queue drains");
@@ -587,7 +585,7 @@ class RuleSwitchPolicy:
     def competitor_evidence(self, now_us: int) -> bool:
         """The receiver-driven condition over the last Y (module doc)."""
         c = self.config
-        if not self._queue_stood(now_us, c.min_samples, self._floor_ms()):
+        if not self._queue_stood(now_us, c.min_samples):
             return False
         if c.floor_window_bytes is None or self._probing_since_us is not None:
             return True
@@ -693,20 +691,21 @@ class RuleSwitchPolicy:
         """The probe's own verdict (module doc, "A probe next to a deep queue"): on a probe
         back to receiver-driven that has lasted max(Y, the drain allowance), the first
         detection's condition over the last Y with ``probe_fail_min_samples`` fresh samples
-        instead of ``min_samples``: every one at least X, covering Y, from a standing queue."""
+        instead of ``min_samples``: every one at least X, covering Y, from a standing queue;
+        or, opt-in, its rate verdict (:meth:`_probe_starved`)."""
+        return self._failed_verdict(now_us) is not None
+
+    def _failed_verdict(self, now_us: int) -> Literal["queue", "rate"] | None:
+        """Which of :meth:`probe_failed`'s verdicts holds now (the queue's first), or None."""
         c = self.config
         since = self._probing_since_us
         if c.probe_fail_min_samples is None or self.mode != RECEIVER or since is None:
-            return False
+            return None
         if now_us - since < max(c.hold_us, self._probe_drain_us):
-            return False
+            return None
         if self._queue_stood(now_us, c.probe_fail_min_samples):
-            self._probe_verdict = "queue"
-            return True
-        if self._probe_starved(now_us):
-            self._probe_verdict = "rate"
-            return True
-        return False
+            return "queue"
+        return "rate" if self._probe_starved(now_us) else None
 
     def _probe_starved(self, now_us: int) -> bool:
         """The probe's rate verdict (module doc, "A probe next to BBR"): the receiver's
@@ -740,16 +739,15 @@ class RuleSwitchPolicy:
             return c.first_queue_floor_ms
         return c.queue_floor_ms
 
-    def _queue_stood(self, now_us: int, min_samples: int,
-                     floor_ms: float | None = None) -> bool:
-        """At least ``min_samples`` fresh samples in the last Y, every one at least X,
+    def _queue_stood(self, now_us: int, min_samples: int) -> bool:
+        """At least ``min_samples`` fresh samples in the last Y, every one at least X
+        (:meth:`_floor_ms`),
         covering Y (:meth:`_covers_hold`), from a standing queue (:meth:`standing`), not found
         the flow's own by a packet train of the last 2 × Y (:meth:`own_queue`), and not
         waiting for a train's answer (:meth:`_unverified`)."""
         self.observe(now_us)
         qd = [q for _, q, _ in self._qd]
-        floor_ms = self.config.queue_floor_ms if floor_ms is None else floor_ms
-        if (len(qd) < min_samples or min(qd) < floor_ms * 1000
+        if (len(qd) < min_samples or min(qd) < self._floor_ms() * 1000
                 or not (self._covers_hold(now_us) and self.standing(now_us))):
             self._unverified_since_us = None
             return False
@@ -786,11 +784,11 @@ class RuleSwitchPolicy:
             if in_mode >= c.hold_us and self.competitor_evidence(now_us):
                 self.drained_competitor = False  # a standing queue: a buffer filler
                 return SENDER
-            if self.probe_failed(now_us):
+            if (verdict := self._failed_verdict(now_us)) is not None:
                 self.failed_probes += 1
                 self._leave["probe_failed"] = 1
                 drained_us = c.drained_below_ms * 1000
-                self.drained_competitor = self._probe_verdict == "rate" and any(
+                self.drained_competitor = verdict == "rate" and any(
                     q < drained_us for _, q, _ in self._qd)
                 if self.drained_competitor:
                     self._leave["drained"] = 1

@@ -74,6 +74,14 @@ def set_control_mode(loss: QuicPacketRecovery, grants: Iterable[GrantState],
     return record
 
 
+def chosen_sender_cc(policy: object, config: SessionConfig, target: ControlMode) -> str | None:
+    """The sender-driven controller ``policy`` names for a switch to ``target`` (the rule's
+    :meth:`~.switch_policy.RuleSwitchPolicy.sender_cc`; the DQN names none), or None:
+    ``config.sender_cc``. For :func:`set_control_mode`."""
+    choose = getattr(policy, "sender_cc", None)
+    return choose(config.sender_cc) if choose is not None and target == SENDER else None
+
+
 def make_policy(config: SessionConfig, now_us: int,
                 label: str = "") -> RuleSwitchPolicy | DqnSwitchPolicy:
     """The policy ``config.switch`` names: the rule, or the DQN (``config.switch_model``,
@@ -157,10 +165,8 @@ class ConnectionSwitcher:
         why = getattr(self.policy, "evidence", None)
         evidence = why() if why is not None else None  # before switched() clears it
         before = loss._cc
-        choose = getattr(self.policy, "sender_cc", None)  # the rule's (the DQN has none)
-        sender_cc = choose(self.config.sender_cc) if choose and target == SENDER else None
         record = set_control_mode(loss, [s.grants for s in sessions], self.config, target,
-                                  now_us, sender_cc)
+                                  now_us, chosen_sender_cc(self.policy, self.config, target))
         self.policy.switched(now_us, target)
         restored: dict[str, float] = {}
         if target == RECEIVER:

@@ -37,7 +37,12 @@ from nuwa_server.ceiling import CEILING_NAME, NuwaCeilingCongestionControl
 from nuwa_server.config import SENDER_CCS, SessionConfig
 from nuwa_server.grants import GrantConfig, GrantState, WriteBudget
 from nuwa_server.protocol import Grant
-from nuwa_server.switcher import POLL_INTERVAL_US, make_policy, set_control_mode
+from nuwa_server.switcher import (
+    POLL_INTERVAL_US,
+    chosen_sender_cc,
+    make_policy,
+    set_control_mode,
+)
 
 from .core import Path, WirePacket
 from .quic import FRAME_BYTES, QuicReceiver, QuicSender
@@ -172,10 +177,8 @@ class NuwaSender(QuicSender):
         self._next_poll_us = t_us + POLL_INTERVAL_US
         target = self.policy.decide(t_us)
         if target is not None:
-            choose = getattr(self.policy, "sender_cc", None)  # as ConnectionSwitcher.poll
-            cc = choose(self.switch_config.sender_cc) if choose and target == "sender" else None
             set_control_mode(self.recovery, [self.grants], self.switch_config, target, t_us,
-                             cc)
+                             chosen_sender_cc(self.policy, self.switch_config, target))
             self.policy.switched(t_us, target)
             self.switch_log.append((t_us / 1e6, target))
 
