@@ -41,7 +41,7 @@ export {
   robustThroughputKbps,
   type SegmentSample,
 } from "./dash/mpc.js";
-export { checkMpd, type MpdCheckOptions, NuwaContentError, parseSidx, type RepresentationIndex, type SegmentSize, SegmentSizes, segmentIndexPlan, type UnsupportedFeature } from "./dash/mpd.js";
+export { checkMpd, initSegmentPaths, MAX_INIT_SEGMENTS, type MpdCheckOptions, NuwaContentError, parseSidx, type RepresentationIndex, type SegmentSize, SegmentSizes, segmentIndexPlan, type UnsupportedFeature } from "./dash/mpd.js";
 export { attachRlTuner, RL_CC, type RlTuning } from "./dash/rl.js";
 export { TypedEmitter, type Unsubscribe } from "./emitter.js";
 export { DEFAULT_GRANT_POLICY, GrantPolicy, type GrantPolicyConfig } from "./grants.js";

@@ -14,7 +14,7 @@ import type { RlTunerOptions, TunerEvent } from "../tuner.js";
 import { type AbrDecision, achievableKbps, DashjsEwma, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions, standingWaitS, sustainedSampleKbps } from "./abr.js";
 import { type FetchAheadEvent, type FetchAheadQuery, makeNuwaLoader } from "./loader.js";
 import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
-import { checkMpd, type NumberTemplate, type NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
+import { checkMpd, initSegmentPaths, type NumberTemplate, type NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
 import { attachRlTuner } from "./rl.js";
 
 /** Target-delay presets per application, ms (docs/DESIGN.md §2: Td per application). */
@@ -122,6 +122,14 @@ export interface AttachOptions {
    * (used, discarded unused, failed).
    */
   fetch_ahead?: "off" | "standing" | "always" | "queue";
+  /**
+   * Fetch every init segment the MPD names as soon as it is in, and answer dash.js's init requests
+   * from them (loader.ts init-segment prefetch, mpd.ts `initSegmentPaths`): a rung switch then waits
+   * for its media segment only, not for an init segment first behind whatever queue stands at the
+   * bottleneck. Default: on with `abr: "nuwa"` (the product), off for the dash.js baselines, which
+   * fetch as dash.js does. Lab scheme `nuwa_noinit` runs the MPC without it.
+   */
+  prefetch_init?: boolean;
   /** Reconnect backoff when the session ends (reconnect.ts). */
   reconnect?: Partial<ReconnectPolicy>;
   /** A session that receives nothing for this long while requests are open is stalled, ms (session.ts, default 4000; 0: never): a second session is tried, and the stalled one closed if that opens first (reconnect.ts). */
@@ -352,6 +360,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         if (fetch_ahead !== "off") for (const t of segmentTemplates(text, url)) templates.set(t.rep_id, t);
         return null;
       },
+      ...((o.prefetch_init ?? abr === "nuwa") ? { initPrefetch: (text: string, url: string) => initSegmentPaths(text, url) } : {}),
       ...(fetch_ahead === "off"
         ? {}
         : {

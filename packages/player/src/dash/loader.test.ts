@@ -643,3 +643,122 @@ describe("NuwaLoader: a fetch-ahead nobody asks for", () => {
     expect(events).toEqual([{ path: "/v/seg-31.m4s", media_type: "video", outcome: "failed", bytes: 0 }]);
   });
 });
+
+describe("NuwaLoader: init segments prefetched with the MPD (initPrefetch)", () => {
+  const MPD_TEXT = "<MPD/>";
+  const mpdRequest = () => {
+    const r = dashRequest("https://h:1/c/manifest.mpd", { responseType: "text" });
+    (r.req.customData as { request?: unknown }).request = { type: "MPD" };
+    return r;
+  };
+  const initRequest = (path: string, extra: Partial<CommonMediaRequest> = {}) => {
+    const r = dashRequest(`https://h:1${path}`, extra);
+    (r.req.customData as { request?: unknown }).request = { type: "InitializationSegment", mediaType: "video", representation: { id: "1" } };
+    return r;
+  };
+  const INIT_A = BYTES.map((b) => b + 1);
+  const INIT_B = BYTES.map((b) => b + 2);
+
+  it("fetches every init segment the MPD names once it is in; dash.js's init requests, repeated, read those transfers with no second fetch", async () => {
+    const s = fakeSession([serve(new TextEncoder().encode(MPD_TEXT), 8), serve(INIT_A, 8), serve(INIT_B, 8)]);
+    const named: string[] = [];
+    const loader = makeNuwaLoader(async () => s, { initPrefetch: (text, url) => (named.push(`${text} ${url}`), ["/c/init-0.m4s", "/c/init-1.m4s"]) })() as AheadLoader;
+    const m = mpdRequest();
+    loader.load(m.req, m.res);
+    await until(() => m.events.length > 0);
+    expect(named).toEqual([`${MPD_TEXT} https://h:1/c/manifest.mpd`]);
+    expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/c/manifest.mpd", "/c/init-0.m4s", "/c/init-1.m4s"]);
+    for (let i = 0; i < 2; i++) {
+      // the switch to rung 1, and later back to it: the same bytes, no request on the session
+      const b = initRequest("/c/init-1.m4s");
+      loader.load(b.req, b.res);
+      await until(() => b.events.length > 0);
+      expect(b.events).toEqual(["loadend"]);
+      expect(b.res.status).toBe(200);
+      expect([...new Uint8Array(b.res.data as ArrayBuffer)]).toEqual([...INIT_B]);
+      expect(b.progress.at(-1)).toEqual({ loaded: 40, total: 40 });
+    }
+    expect(s.calls).toHaveLength(3);
+  });
+
+  it("dash.js's abort of a request reading a prefetched init segment does not abort it for the next request", async () => {
+    const signals: AbortSignal[] = [];
+    let finish: (() => void) | null = null;
+    const slow: Handler = (req, o) => {
+      signals.push(o.signal!);
+      return new Promise((resolve) => {
+        finish = () => void serve(INIT_A, 8)(req, o).then(resolve);
+      });
+    };
+    const s = fakeSession([serve(new TextEncoder().encode(MPD_TEXT), 8), slow]);
+    const loader = makeNuwaLoader(async () => s, { initPrefetch: () => ["/c/init-0.m4s"] })() as AheadLoader;
+    const m = mpdRequest();
+    loader.load(m.req, m.res);
+    await until(() => m.events.length > 0 && finish !== null);
+    const a = initRequest("/c/init-0.m4s");
+    loader.load(a.req, a.res);
+    a.req.customData.abort!(); // a seek, say
+    expect(a.events).toEqual(["abort"]);
+    expect(signals[0]!.aborted).toBe(false);
+    const b = initRequest("/c/init-0.m4s");
+    loader.load(b.req, b.res);
+    finish!();
+    await until(() => b.events.length > 0);
+    expect(b.res.status).toBe(200);
+    expect([...new Uint8Array(b.res.data as ArrayBuffer)]).toEqual([...INIT_A]);
+    expect(s.calls).toHaveLength(2);
+  });
+
+  it("a prefetch that failed is fetched afresh; a ranged init request, a path not named and loaders without the option fetch as before", async () => {
+    const s = fakeSession([
+      serve(new TextEncoder().encode(MPD_TEXT), 8),
+      () => Promise.reject(new NuwaRequestError("404 not_found", 404, "http")),
+      serve(INIT_A, 8),
+      serve(INIT_A, 8),
+      serve(INIT_B, 8),
+    ]);
+    const loader = makeNuwaLoader(async () => s, { initPrefetch: () => ["/c/init-0.m4s"] })() as AheadLoader;
+    const m = mpdRequest();
+    loader.load(m.req, m.res);
+    await until(() => m.events.length > 0 && s.calls.length === 2);
+    await new Promise((r) => setTimeout(r, 0)); // the prefetch's failure settles
+    const a = initRequest("/c/init-0.m4s");
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0);
+    expect(a.res.status).toBe(200);
+    expect(s.calls[2]).toEqual({ op: "get", path: "/c/init-0.m4s" });
+    const ranged = initRequest("/c/init-0.m4s", { headers: { Range: "bytes=0-9" } });
+    loader.load(ranged.req, ranged.res);
+    await until(() => ranged.events.length > 0);
+    expect(s.calls[3]).toEqual({ op: "get", path: "/c/init-0.m4s", range: [0, 9] });
+    const other = initRequest("/c/init-7.m4s");
+    loader.load(other.req, other.res);
+    await until(() => other.events.length > 0);
+    expect(s.calls[4]).toEqual({ op: "get", path: "/c/init-7.m4s" });
+
+    const plain = fakeSession([serve(new TextEncoder().encode(MPD_TEXT), 8)]);
+    const without = makeNuwaLoader(async () => plain)() as AheadLoader;
+    const m2 = mpdRequest();
+    without.load(m2.req, m2.res);
+    await until(() => m2.events.length > 0);
+    expect(plain.calls).toHaveLength(1);
+  });
+
+  it("a new MPD replaces the init segments of the old one (those still on their way are aborted)", async () => {
+    const signals: AbortSignal[] = [];
+    const hang: Handler = (_req, o) => {
+      signals.push(o.signal!);
+      return new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)));
+    };
+    const s = fakeSession([serve(new TextEncoder().encode(MPD_TEXT), 8), hang, serve(new TextEncoder().encode(MPD_TEXT), 8), serve(INIT_B, 8)]);
+    let n = 0;
+    const loader = makeNuwaLoader(async () => s, { initPrefetch: () => (n++ === 0 ? ["/c/init-0.m4s"] : ["/d/init-0.m4s"]) })() as AheadLoader;
+    for (let i = 0; i < 2; i++) {
+      const m = mpdRequest();
+      loader.load(m.req, m.res);
+      await until(() => m.events.length > 0);
+    }
+    expect(signals[0]!.aborted).toBe(true);
+    expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/c/manifest.mpd", "/c/init-0.m4s", "/c/manifest.mpd", "/d/init-0.m4s"]);
+  });
+});

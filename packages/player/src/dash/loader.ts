@@ -45,6 +45,17 @@
  * fetched ahead for segments before it are discarded (aborted; `onFetchAhead` says so, with the
  * bytes each had), and those after it stay (also when a later answer names fewer); a request of
  * that media type for any other path discards them all.
+ *
+ * Init-segment prefetch (`LoaderOptions.initPrefetch`, off unless given): dash.js fetches a
+ * representation's init segment when it switches to it, and asks for the first media segment
+ * of the new rung only once that init segment is in (ScheduleController: init, then media), so
+ * every switch costs one more request's wait. Behind a queue a competing download keeps full
+ * that wait is the queue: next to a Cubic download on a 3G link (1,000 packets at 0.5-1 Mbit/s)
+ * a down-switch waited 12.5 s for an 834-byte init segment while the buffer ran out
+ * (docs/BENCHMARKS.md, fifty-third session). With the option the loader fetches every init
+ * segment the MPD names as soon as the MPD is in (a few kB) and answers dash.js's init requests
+ * from those transfers, so a switch waits for its media segment only. dash.js's own
+ * `streaming.cacheInitSegments` keeps only the init segments it has fetched (a switch back).
  */
 import { NuwaRequestError, type NuwaResponse, type NuwaSession, type ResponseHead } from "../session.js";
 
@@ -109,6 +120,13 @@ export interface LoaderOptions {
   fetchAhead?: (q: FetchAheadQuery) => string | readonly string[] | null;
   /** What became of each segment fetched ahead: taken over by dash.js's request, discarded unused, or failed. */
   onFetchAhead?: (e: FetchAheadEvent) => void;
+  /**
+   * Init-segment prefetch (module doc): called with the MPD's text and URL once it passed
+   * `onManifest`; returns the URL paths of the init segments to fetch at once (mpd.ts
+   * `initSegmentPaths`). dash.js's later requests for them (no Range) read those transfers,
+   * as often as it asks; a new MPD replaces them.
+   */
+  initPrefetch?: (text: string, url: string) => readonly string[];
 }
 
 /** The media segment whose first bytes arrived, as `LoaderOptions.fetchAhead` sees it. */
@@ -356,6 +374,13 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
   type Ahead = { t: Transfer; timer: ReturnType<typeof setTimeout> };
   const ahead = new Map<string, Ahead[]>(); // media type → its segments fetched ahead
   const last_complete_ms = new Map<string, number>(); // per media type: the previous segment's completion
+  const inits = new Map<string, Transfer>(); // init segments prefetched (initPrefetch): path → its transfer, kept for every request
+  /** Fetch the init segments the MPD names (initPrefetch), replacing those of an earlier MPD. */
+  const prefetchInits = (paths: readonly string[]) => {
+    for (const t of inits.values()) if (!Number.isFinite(t.done_ms)) t.ac.abort(new DOMException("init prefetch replaced by a new MPD", "AbortError"));
+    inits.clear();
+    for (const path of paths) if (!inits.has(path)) inits.set(path, startTransfer(session, path, undefined, o.max_resumes));
+  };
   const release = (media_type: string, a: Ahead, outcome: "used" | "discarded" | "failed") => {
     clearTimeout(a.timer);
     if (outcome === "discarded") a.t.ac.abort(new DOMException("fetch-ahead discarded", "AbortError"));
@@ -423,11 +448,12 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         inflight.delete(req);
         clearTimeout(timer);
       };
+      let shared = false; // reading a prefetched init segment: others may read it too, so never abort it
       // dash.js's abort (seek, abandonment, reset): stop, onabort, no onloadend (as XHRLoader.abort).
       const abort = () => {
         if (finished) return;
         finish();
-        transfer?.ac.abort(new DOMException("aborted by dash.js", "AbortError"));
+        if (!shared) transfer?.ac.abort(new DOMException("aborted by dash.js", "AbortError"));
         cd.onabort?.();
       };
       cd.abort = abort;
@@ -436,7 +462,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       const timer = setTimeout(() => {
         if (finished) return;
         finish();
-        transfer?.ac.abort(new Deadline(timeout_ms));
+        if (!shared) transfer?.ac.abort(new Deadline(timeout_ms));
         res.url = req.url;
         res.status = 0;
         res.statusText = `timeout: no complete answer within ${timeout_ms} ms`;
@@ -482,7 +508,15 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       const whole_segment = dr?.type === "MediaSegment" && media_type !== null && !range;
       o.onRequest?.({ type: typeof dr?.type === "string" ? dr.type : null, media_type });
       const taken = whole_segment ? takeAhead(media_type, url.pathname) : null;
-      const t = taken ?? startTransfer(session, url.pathname, range, o.max_resumes, cmcd);
+      // A whole init segment may be one prefetched (initPrefetch); one whose prefetch failed is fetched afresh.
+      const load_ms = performance.now();
+      let prefetched = dr?.type === "InitializationSegment" && !range ? (inits.get(url.pathname) ?? null) : null;
+      if (prefetched?.failed) {
+        inits.delete(url.pathname);
+        prefetched = null;
+      }
+      shared = prefetched !== null;
+      const t = taken ?? prefetched ?? startTransfer(session, url.pathname, range, o.max_resumes, cmcd);
       transfer = t;
       let asked_ahead = !whole_segment || !o.fetchAhead;
       const onData = (n: number, tot: number) => {
@@ -506,8 +540,9 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         (r) => {
           t.listeners.delete(onData);
           if (finished) return;
-          if (o.onManifest && dr?.type === "MPD" && r.head.status < 300) {
-            const err = o.onManifest(new TextDecoder().decode(r.body), req.url);
+          if ((o.onManifest || o.initPrefetch) && dr?.type === "MPD" && r.head.status < 300) {
+            const text = new TextDecoder().decode(r.body);
+            const err = o.onManifest ? o.onManifest(text, req.url) : null;
             if (err) {
               finish();
               res.url = req.url;
@@ -516,6 +551,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
               cd.onloadend?.();
               return;
             }
+            if (o.initPrefetch) prefetchInits(o.initPrefetch(text, req.url));
           }
           finish();
           res.url = req.url;
@@ -529,9 +565,10 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
             cd.onprogress?.({ loaded: r.body.length, total: r.body.length, lengthComputable: true, time: t_ms - last_event_ms });
             emitted_bytes = r.body.length;
           }
-          const done_ms = Number.isFinite(t.done_ms) ? t.done_ms : performance.now(); // a segment fetched ahead may have been in for a while
+          // a segment fetched ahead or an init segment prefetched may have been in for a while (from this request: 0)
+          const done_ms = Math.max(Number.isFinite(t.done_ms) ? t.done_ms : performance.now(), shared ? load_ms : 0);
           const prev_ms = taken ? last_complete_ms.get(media_type!) : undefined;
-          const from_ms = prev_ms !== undefined && prev_ms < done_ms ? Math.max(t.started_ms, prev_ms) : t.started_ms;
+          const from_ms = shared ? Math.max(t.started_ms, load_ms) : prev_ms !== undefined && prev_ms < done_ms ? Math.max(t.started_ms, prev_ms) : t.started_ms;
           if (whole_segment && r.head.status < 300) last_complete_ms.set(media_type!, done_ms);
           if (o.onComplete && r.head.status < 300) {
             o.onComplete({

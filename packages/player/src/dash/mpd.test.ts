@@ -6,7 +6,7 @@
  * (lab/nuwa_lab/dashgen/layouts.py `segmentbase`, rendition 1).
  */
 import { describe, expect, it } from "vitest";
-import { checkMpd, expandNumberTemplate, NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
+import { checkMpd, expandNumberTemplate, initSegmentPaths, MAX_INIT_SEGMENTS, NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
 
 const mpd = (body: string, attrs = 'type="static"') =>
   `<?xml version="1.0"?><MPD xmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:cenc="urn:mpeg:cenc:2013" ${attrs} mediaPresentationDuration="PT8S"><Period id="0">${body}</Period></MPD>`;
@@ -118,5 +118,23 @@ describe("segmentTemplates / nextSegmentPath (the loader's fetch-ahead)", () => 
   it("expandNumberTemplate: $$, widths, and null for an identifier it does not expand", () => {
     expect(expandNumberTemplate("x$$-$RepresentationID$-$Number%03d$-$Bandwidth$", "r", 5, 7)).toBe("x$-r-007-5");
     expect(expandNumberTemplate("v-$SubNumber$.m4s", "r", 5, 7)).toBeNull();
+  });
+});
+
+describe("initSegmentPaths (the loader's init-segment prefetch)", () => {
+  it("every representation's init: templates expanded per representation, BaseURLs resolved, whole-file Initialization only", () => {
+    const ladder = `<AdaptationSet contentType="video" mimeType="video/mp4"><BaseURL>v/</BaseURL><SegmentTemplate media="seg-$RepresentationID$-$Number$.m4s" initialization="init-$RepresentationID$-$Bandwidth$.m4s" duration="2" /><Representation id="0" bandwidth="300000"/><Representation id="1" bandwidth="750000"/><Representation id="0" bandwidth="300000"/></AdaptationSet>`;
+    const base = `<AdaptationSet contentType="audio" mimeType="audio/mp4"><Representation id="a"><SegmentBase indexRange="800-900"><Initialization sourceURL="a-init.mp4"/></SegmentBase></Representation><Representation id="b"><SegmentBase indexRange="800-900"><Initialization range="0-799"/></SegmentBase></Representation></AdaptationSet>`;
+    const numbered = `<AdaptationSet contentType="text"><Representation id="t"><SegmentTemplate media="t-$Number$.vtt" initialization="t-$Number$-init.mp4" duration="2"/></Representation></AdaptationSet>`;
+    expect(initSegmentPaths(mpd(ladder + base + numbered), "https://h:1/c/manifest.mpd")).toEqual(["/c/v/init-0-300000.m4s", "/c/v/init-1-750000.m4s", "/c/a-init.mp4"]);
+    expect(initSegmentPaths(mpd(VIDEO + AUDIO), "https://h:1/manifest.mpd")).toEqual(["/v-init.m4s", "/a-init.m4s"]);
+  });
+
+  it("not an MPD: none; a ladder longer than MAX_INIT_SEGMENTS: the first MAX_INIT_SEGMENTS", () => {
+    expect(initSegmentPaths("<html/>", "https://h:1/m.mpd")).toEqual([]);
+    const reps = Array.from({ length: MAX_INIT_SEGMENTS + 5 }, (_, i) => `<Representation id="r${i}" bandwidth="1000"/>`).join("");
+    const paths = initSegmentPaths(mpd(`<AdaptationSet><SegmentTemplate media="$RepresentationID$-$Number$.m4s" initialization="$RepresentationID$-init.m4s" duration="2"/>${reps}</AdaptationSet>`), "https://h:1/m.mpd");
+    expect(paths).toHaveLength(MAX_INIT_SEGMENTS);
+    expect(paths[0]).toBe("/r0-init.m4s");
   });
 });

@@ -338,3 +338,52 @@ export function nextSegmentPath(t: NumberTemplate, path: string, start_s: number
   };
   return url(n) === path ? url(n + 1) : null;
 }
+
+/** Most init segments `initSegmentPaths` names (a ladder of a few dozen representations at most; each is a few kB). */
+export const MAX_INIT_SEGMENTS = 32;
+
+/**
+ * The URL paths of the initialization segments of every representation an MPD names, in document
+ * order, first Period that names a representation id wins, at most MAX_INIT_SEGMENTS: a
+ * SegmentTemplate's `initialization` (the representation's own, else its AdaptationSet's; ISO/IEC
+ * 23009-1 §5.3.9.4.2) with `$RepresentationID$` and `$Bandwidth$` expanded, or the `sourceURL` of a
+ * SegmentBase's or SegmentList's `Initialization` (§5.3.9.2) that names a whole file (one with a
+ * `range` is part of the media file: left out, as is a template with `$Number$` or `$Time$`). The
+ * loader fetches them before dash.js asks (loader.ts `LoaderOptions.initPrefetch`).
+ * @param text the MPD; @param mpd_url its absolute URL (BaseURLs resolve against it)
+ * @returns paths (URL pathnames), empty when the MPD does not parse
+ */
+export function initSegmentPaths(text: string, mpd_url: string): string[] {
+  const doc = parseMpdXml(text);
+  if (!doc) return [];
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const as of elements(doc, "AdaptationSet")) {
+    for (const rep of children(as, "Representation")) {
+      if (out.length >= MAX_INIT_SEGMENTS) return out;
+      const rep_id = rep.getAttribute("id") ?? "";
+      if (!rep_id || seen.has(rep_id)) continue;
+      seen.add(rep_id);
+      const base = resolveBase(rep, mpd_url);
+      let rel: string | null = null;
+      const t = children(rep, "SegmentTemplate")[0] ?? children(as, "SegmentTemplate")[0];
+      const init_t = t?.getAttribute("initialization");
+      if (init_t) {
+        if (!/\$(Number|Time|SubNumber)/.test(init_t)) rel = expandNumberTemplate(init_t, rep_id, Number(rep.getAttribute("bandwidth") ?? "NaN"), 0);
+      } else {
+        const holder = children(rep, "SegmentBase")[0] ?? children(rep, "SegmentList")[0] ?? children(as, "SegmentBase")[0] ?? children(as, "SegmentList")[0];
+        const init = holder ? children(holder, "Initialization")[0] : undefined;
+        if (init && !init.hasAttribute("range")) rel = init.getAttribute("sourceURL");
+      }
+      if (!rel) continue;
+      let path: string;
+      try {
+        path = new URL(rel, base).pathname;
+      } catch {
+        continue;
+      }
+      if (!out.includes(path)) out.push(path);
+    }
+  }
+  return out;
+}
