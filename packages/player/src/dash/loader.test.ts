@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type NuwaRequest, NuwaRequestError, type NuwaResponse, type RequestOptions, type ResponseHead } from "../session.js";
-import { type CommonMediaRequest, type CommonMediaResponse, cmcdOf, failureStatus, fetchResumable, type LoadedRequest, MAX_FETCH_AHEAD, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader, type RequestSession } from "./loader.js";
+import { type CommonMediaRequest, type CommonMediaResponse, cmcdOf, failureStatus, fetchResumable, type LoadedRequest, MAX_FETCH_AHEAD, MAX_INIT_PREFETCH_BYTES, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader, type RequestSession } from "./loader.js";
 
 type Handler = (req: NuwaRequest, o: RequestOptions) => Promise<NuwaResponse>;
 
@@ -742,6 +742,27 @@ describe("NuwaLoader: init segments prefetched with the MPD (initPrefetch)", () 
     without.load(m2.req, m2.res);
     await until(() => m2.events.length > 0);
     expect(plain.calls).toHaveLength(1);
+  });
+
+  it("an init segment over MAX_INIT_PREFETCH_BYTES is dropped at its first bytes (aborted) and fetched when dash.js asks", async () => {
+    const big = MAX_INIT_PREFETCH_BYTES + 1;
+    let signal: AbortSignal | undefined;
+    const firstBytesThenWait: Handler = (_req, o) => {
+      signal = o.signal;
+      o.onData?.(new Uint8Array(1000), 1000, { status: 200, total_bytes: big });
+      return new Promise((_res, rej) => o.signal?.addEventListener("abort", () => rej(o.signal?.reason)));
+    };
+    const s = fakeSession([serve(new TextEncoder().encode(MPD_TEXT), 8), firstBytesThenWait, serve(INIT_A, 8)]);
+    const loader = makeNuwaLoader(async () => s, { initPrefetch: () => ["/c/init-0.m4s"] })() as AheadLoader;
+    const m = mpdRequest();
+    loader.load(m.req, m.res);
+    await until(() => m.events.length > 0 && signal !== undefined);
+    expect(signal!.aborted).toBe(true);
+    const a = initRequest("/c/init-0.m4s");
+    loader.load(a.req, a.res);
+    await until(() => a.events.length > 0);
+    expect(a.res.status).toBe(200);
+    expect(s.calls.map((c) => c.op === "get" && c.path)).toEqual(["/c/manifest.mpd", "/c/init-0.m4s", "/c/init-0.m4s"]);
   });
 
   it("a new MPD replaces the init segments of the old one (those still on their way are aborted)", async () => {

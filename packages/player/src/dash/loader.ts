@@ -53,7 +53,8 @@
  * that wait is the queue: next to a Cubic download on a 3G link (1,000 packets at 0.5-1 Mbit/s)
  * a down-switch waited 12.5 s for an 834-byte init segment while the buffer ran out
  * (docs/BENCHMARKS.md, fifty-third session). With the option the loader fetches every init
- * segment the MPD names as soon as the MPD is in (a few kB) and answers dash.js's init requests
+ * segment the MPD names as soon as the MPD is in (a few kB; one announcing more than
+ * MAX_INIT_PREFETCH_BYTES is dropped) and answers dash.js's init requests
  * from those transfers, so a switch waits for its media segment only. dash.js's own
  * `streaming.cacheInitSegments` keeps only the init segments it has fetched (a switch back).
  */
@@ -174,6 +175,14 @@ export interface LoadedRequest {
    */
   fetched_ahead?: boolean;
 }
+
+/**
+ * Largest init segment the loader prefetches (`LoaderOptions.initPrefetch`), bytes: a prefetch whose
+ * answer announces more is dropped at its first bytes (aborted unless a dash.js request already
+ * reads it), so content with heavy init segments (boxes a packager put there) does not spend a
+ * slow link's start-up on every representation's. Init segments are a few kB (834 bytes here).
+ */
+export const MAX_INIT_PREFETCH_BYTES = 64 * 1024;
 
 /** Most segments of one media type the loader keeps fetched ahead (`LoaderOptions.fetchAhead`). */
 export const MAX_FETCH_AHEAD = 8;
@@ -379,7 +388,19 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
   const prefetchInits = (paths: readonly string[]) => {
     for (const t of inits.values()) if (!Number.isFinite(t.done_ms)) t.ac.abort(new DOMException("init prefetch replaced by a new MPD", "AbortError"));
     inits.clear();
-    for (const path of paths) if (!inits.has(path)) inits.set(path, startTransfer(session, path, undefined, o.max_resumes));
+    for (const path of paths) {
+      if (inits.has(path)) continue;
+      const t = startTransfer(session, path, undefined, o.max_resumes);
+      // checked once, at the first bytes (the answer's head gives the size)
+      const guard = (_loaded: number, total: number) => {
+        t.listeners.delete(guard);
+        if (total <= MAX_INIT_PREFETCH_BYTES) return;
+        if (inits.get(path) === t) inits.delete(path);
+        if (t.listeners.size === 0) t.ac.abort(new DOMException(`init segment ${path} is ${total} bytes, over the prefetch's ${MAX_INIT_PREFETCH_BYTES}`, "AbortError"));
+      };
+      t.listeners.add(guard);
+      inits.set(path, t);
+    }
   };
   const release = (media_type: string, a: Ahead, outcome: "used" | "discarded" | "failed") => {
     clearTimeout(a.timer);
