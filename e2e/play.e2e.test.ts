@@ -7,7 +7,7 @@
  * (play_metrics.py), not from the page's own word. Nuwa's estimate error must be
  * below dash.js's own, both read at the same instants of the same run.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { describePlay, runPlay } from "./src/play.js";
 import { REPO_ROOT } from "./src/procs.js";
@@ -69,6 +69,21 @@ describe.each(TRACES)("playback under a real $family trace", ({ family, trace, f
         const rungs = (JSON.parse(readFileSync(`${REPO_ROOT}${out}/page.json`, "utf8")) as { chunks: { bitrate_kbps: number }[] }).chunks.map((c) => c.bitrate_kbps);
         expect(rungs.some((r, i) => i > 0 && r < rungs[i - 1]!), `rungs of the completed segments: ${rungs.join(",")}`).toBe(true);
       }
+      // Every init segment came with the MPD (the loader's init prefetch, on with the MPC): the server saw
+      // none asked for later, though the ABR switched (dash.js alone asks for a rung's init at each switch).
+      const reqs: { t_us: number; path: string }[] = [];
+      for (const d of readdirSync(`${REPO_ROOT}${out}/server`)) {
+        const f = `${REPO_ROOT}${out}/server/${d}/events.jsonl`;
+        if (!existsSync(f)) continue;
+        for (const line of readFileSync(f, "utf8").split("\n")) {
+          const e = line.trim() ? (JSON.parse(line) as { event?: string; time_us?: number; path?: string }) : {};
+          if (e.event === "request" && typeof e.path === "string" && typeof e.time_us === "number") reqs.push({ t_us: e.time_us, path: e.path });
+        }
+      }
+      const first_media_us = Math.min(...reqs.filter((r) => /\/seg-/.test(r.path)).map((r) => r.t_us));
+      const inits = reqs.filter((r) => /\/init-/.test(r.path));
+      expect(new Set(inits.map((r) => r.path)).size, "init segments prefetched").toBeGreaterThan(2);
+      expect(inits.filter((r) => r.t_us > first_media_us + 1e6).map((r) => r.path), "init requests after the first media request").toEqual([]);
       expect(s.grant_check.frames).toBeGreaterThan(1000);
       expect(s.grant_violations).toBe(0);
       // Both estimates are read at the same instants of this run and scored on the same bins
