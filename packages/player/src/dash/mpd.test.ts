@@ -138,3 +138,12 @@ describe("initSegmentPaths (the loader's init-segment prefetch)", () => {
     expect(paths[0]).toBe("/r0-init.m4s");
   });
 });
+
+describe("initSegmentPaths: inherited segment information", () => {
+  it("an initialization named only on the AdaptationSet's or the Period's SegmentTemplate is found; the nearest level wins", () => {
+    const period = `<SegmentTemplate initialization="p-$RepresentationID$-init.m4s"/><AdaptationSet><Representation id="x"><SegmentTemplate media="x-$Number$.m4s" duration="2"/></Representation></AdaptationSet>`;
+    expect(initSegmentPaths(mpd(period), "https://h:1/m.mpd")).toEqual(["/p-x-init.m4s"]);
+    const both = `<AdaptationSet><SegmentTemplate initialization="as-$RepresentationID$.m4s"/><Representation id="y"><SegmentTemplate media="y-$Number$.m4s" duration="2" initialization="own-$RepresentationID$.m4s"/></Representation><Representation id="z"><SegmentTemplate media="z-$Number$.m4s" duration="2"/></Representation></AdaptationSet>`;
+    expect(initSegmentPaths(mpd(both), "https://h:1/m.mpd")).toEqual(["/own-y.m4s", "/as-z.m4s"]);
+  });
+});

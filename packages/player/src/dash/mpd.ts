@@ -345,8 +345,8 @@ export const MAX_INIT_SEGMENTS = 32;
 /**
  * The URL paths of the initialization segments of every representation an MPD names, in document
  * order, first Period that names a representation id wins, at most MAX_INIT_SEGMENTS: a
- * SegmentTemplate's `initialization` (the representation's own, else its AdaptationSet's; ISO/IEC
- * 23009-1 §5.3.9.4.2) with `$RepresentationID$` and `$Bandwidth$` expanded, or the `sourceURL` of a
+ * SegmentTemplate's `initialization` (the nearest of the representation's, its AdaptationSet's and
+ * its Period's that names one; ISO/IEC 23009-1 §5.3.9.4.2) with `$RepresentationID$` and `$Bandwidth$` expanded, or the `sourceURL` of a
  * SegmentBase's or SegmentList's `Initialization` (§5.3.9.2) that names a whole file (one with a
  * `range` is part of the media file: left out, as is a template with `$Number$` or `$Time$`). The
  * loader fetches them before dash.js asks (loader.ts `LoaderOptions.initPrefetch`).
@@ -365,14 +365,15 @@ export function initSegmentPaths(text: string, mpd_url: string): string[] {
       if (!rep_id || seen.has(rep_id)) continue;
       seen.add(rep_id);
       const base = resolveBase(rep, mpd_url);
+      // Segment information is inherited Representation → AdaptationSet → Period (§5.3.9.1): the
+      // nearest level that names an initialization wins.
+      const levels = [rep, as, ...(as.parentElement ? [as.parentElement] : [])];
       let rel: string | null = null;
-      const t = children(rep, "SegmentTemplate")[0] ?? children(as, "SegmentTemplate")[0];
-      const init_t = t?.getAttribute("initialization");
+      const init_t = levels.map((el) => children(el, "SegmentTemplate")[0]?.getAttribute("initialization")).find((v) => !!v);
       if (init_t) {
         if (!/\$(Number|Time|SubNumber)/.test(init_t)) rel = expandNumberTemplate(init_t, rep_id, Number(rep.getAttribute("bandwidth") ?? "NaN"), 0);
       } else {
-        const holder = children(rep, "SegmentBase")[0] ?? children(rep, "SegmentList")[0] ?? children(as, "SegmentBase")[0] ?? children(as, "SegmentList")[0];
-        const init = holder ? children(holder, "Initialization")[0] : undefined;
+        const init = levels.flatMap((el) => [...children(el, "SegmentBase"), ...children(el, "SegmentList")]).map((h) => children(h, "Initialization")[0]).find((i) => i !== undefined);
         if (init && !init.hasAttribute("range")) rel = init.getAttribute("sourceURL");
       }
       if (!rel) continue;
