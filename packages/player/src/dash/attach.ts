@@ -360,7 +360,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         if (fetch_ahead !== "off") for (const t of segmentTemplates(text, url)) templates.set(t.rep_id, t);
         return null;
       },
-      ...((o.prefetch_init ?? abr === "nuwa") ? { initPrefetch: (text: string, url: string) => initSegmentPaths(text, url) } : {}),
+      ...((o.prefetch_init ?? abr === "nuwa") ? { initPrefetch: initSegmentPaths } : {}),
       ...(fetch_ahead === "off"
         ? {}
         : {
