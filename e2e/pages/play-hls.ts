@@ -5,7 +5,8 @@
  * `hlsjs` (hls.js as shipped over the server's cubic: its default ABR and estimate, every
  * setting untouched, only the loader replaced, no grant sent), `hlsjs_nuwa_estimate`
  * (hls.js's rules fed Nuwa's estimate, grants), `hlsjs_nuwa` (Nuwa's MPC on Nuwa's
- * estimate, grants).
+ * estimate, grants), `hlsjs_nuwa_perread` (the same with the MPC deciding on every read of the
+ * level: `decide: "per_read"`).
  *
  * It writes `window.__nuwa_play` in the dash.js page's shape (e2e/pages/play.ts), so
  * lab/nuwa_lab/play_metrics.py scores both the same way; the player's own estimate goes in
@@ -28,10 +29,11 @@ const video = document.getElementById("video") as HTMLVideoElement;
 const status = document.getElementById("status")!;
 let stopping = false;
 
-const SCHEMES: Record<string, Pick<HlsAttachOptions, "mode" | "abr" | "estimate">> = {
+const SCHEMES: Record<string, Pick<HlsAttachOptions, "mode" | "abr" | "estimate" | "decide">> = {
   hlsjs: { mode: "observe", abr: "hlsjs", estimate: "hlsjs" },
   hlsjs_nuwa_estimate: { mode: "control", abr: "hlsjs", estimate: "nuwa" },
   hlsjs_nuwa: { mode: "control", abr: "nuwa", estimate: "nuwa" },
+  hlsjs_nuwa_perread: { mode: "control", abr: "nuwa", estimate: "nuwa", decide: "per_read" },
 };
 
 type FragInfo = { type: string; sn: number | string; level: number; start: number; duration: number; stats: { loaded: number } };

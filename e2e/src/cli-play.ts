@@ -24,6 +24,8 @@ const USAGE = `./nuwa play [--player dashjs|hlsjs|shaka] [--content DIR] [--trac
     hlsjs_nuwa_estimate   hls.js's rules fed Nuwa's estimate, grants
     hlsjs_nuwa            Nuwa's MPC on Nuwa's estimate in hls.js's AbrController, grants
                           (default for hlsjs)
+    hlsjs_nuwa_perread    hlsjs_nuwa deciding on every read of the level, not once per
+                          fragment (the behaviour before the fifty-fourth session)
   --player shaka (shaka-player 5 over the Nuwa scheme plugin, the DASH content), schemes:
     shaka                 shaka as shipped (its ABR and estimate; only the networking
                           replaced) over the server's cubic

@@ -35,9 +35,11 @@ export const PLAY_ALIASES = { cubic: "dashjs", observe: "nuwa_cubic" } as const;
  * `hlsjs`: hls.js 1.7 as shipped (default ABR and its own EWMA, no setting changed; only the
  *   loader carries its requests over the session) over the server's cubic, no grants;
  * `hlsjs_nuwa_estimate`: hls.js's rules fed Nuwa's estimate, grants;
- * `hlsjs_nuwa`: Nuwa's MPC on Nuwa's estimate inside hls.js's AbrController, grants.
+ * `hlsjs_nuwa`: Nuwa's MPC on Nuwa's estimate inside hls.js's AbrController, grants;
+ * `hlsjs_nuwa_perread`: the same deciding whenever hls.js reads the level (attachNuwaToHls
+ *   `decide: "per_read"`, the behaviour before the fifty-fourth session) instead of once per fragment.
  */
-export const HLS_SCHEMES = ["hlsjs", "hlsjs_nuwa_estimate", "hlsjs_nuwa"] as const;
+export const HLS_SCHEMES = ["hlsjs", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "hlsjs_nuwa_perread"] as const;
 /** Schemes that run a ladder scheme's page over another server controller: scheme → [page scheme, server cc]. */
 export const PLAY_OVER_CC = { dashjs_bbr: ["dashjs", "bbr"], dashjs_pbq: ["dashjs", "pbq"] } as const;
 export type PlayScheme = (typeof PLAY_LADDER)[number] | (typeof PLAY_EXTRA)[number] | keyof typeof PLAY_ALIASES | keyof typeof PLAY_OVER_CC | (typeof HLS_SCHEMES)[number] | (typeof SHAKA_SCHEMES)[number];
@@ -80,7 +82,7 @@ export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTR
  */
 export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_probe", "nuwa_abandon", "nuwa_noinit", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_probe", "nuwa_abandon", "nuwa_noinit", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "hlsjs_nuwa_perread", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
 /** Each player's schemes and its default one. */
 export const PLAYER_SCHEMES: Record<PlayPlayer, { schemes: readonly PlayScheme[]; default: PlayScheme }> = {
   dashjs: { schemes: PLAY_SCHEMES, default: "nuwa" },

@@ -245,6 +245,14 @@ describe("robustThroughputKbps and MpcHistory", () => {
     expect(h.sizeRatio()).toBeCloseTo(1, 6);
   });
 
+  it("keeps the last `keep` samples and counts every recorded one (`recorded` only grows; an empty download is not recorded)", () => {
+    const h = new MpcHistory(2);
+    for (let i = 0; i < 4; i++) h.add({ bytes: 75_000, duration_s: 0.5, bitrate_kbps: 300, segment_s: 2, predicted_kbps: 1000 });
+    h.add({ bytes: 0, duration_s: 0.5, bitrate_kbps: 300, segment_s: 2, predicted_kbps: 1000 });
+    expect(h.samples).toHaveLength(2);
+    expect(h.recorded).toBe(4);
+  });
+
   it("reads an app-limited estimate as a floor, raised by the realized segment throughput", () => {
     const h = new MpcHistory();
     h.add({ bytes: 75_000, duration_s: 0.08, bitrate_kbps: 300, segment_s: 2, predicted_kbps: Number.NaN });

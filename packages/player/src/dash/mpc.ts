@@ -270,6 +270,8 @@ export class MpcHistory {
    * segment is fetched again at), lifted when a segment completes (the replacement). Infinity: none.
    */
   cap_kbps = Number.POSITIVE_INFINITY;
+  /** Completed segment downloads recorded since construction (a count that only grows; `samples` keeps the last `keep`). */
+  recorded = 0;
   /** Keep this many recent samples. */
   constructor(readonly keep = 5) {}
 
@@ -277,6 +279,7 @@ export class MpcHistory {
   add(s: SegmentSample): void {
     this.cap_kbps = Number.POSITIVE_INFINITY;
     if (!(s.bytes > 0 && s.duration_s > 0)) return;
+    this.recorded++;
     this.samples.push(s);
     if (this.samples.length > this.keep) this.samples.shift();
   }

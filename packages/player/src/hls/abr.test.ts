@@ -83,17 +83,53 @@ describe("Nuwa's estimate in hls.js's AbrController", () => {
 });
 
 describe("Nuwa's MPC as hls.js's nextAutoLevel", () => {
-  function withLevels(state: { bps: number }, buffered_s: number, bounds = { min: 0, max: LADDER_BPS.length - 1 }, history = new MpcHistory()) {
+  function withLevels(state: { bps: number }, buffered_s: number, bounds = { min: 0, max: LADDER_BPS.length - 1 }, history = new MpcHistory(), decide?: "per_fragment" | "per_read") {
     const decisions: string[] = [];
-    const AbrController = makeNuwaHlsAbr(Hls.DefaultConfig.abrController as never, source(state), { abr: "nuwa", history, onDecision: (d) => decisions.push(d.reason) }) as unknown as new (
+    const AbrController = makeNuwaHlsAbr(Hls.DefaultConfig.abrController as never, source(state), { abr: "nuwa", history, decide, onDecision: (d) => decisions.push(d.reason) }) as unknown as new (
       hls: unknown,
     ) => { nextAutoLevel: number; firstAutoLevel: number; _abandonRulesCheck: () => void };
     const real = new Hls();
     hlsList.push(real);
     const media = { currentTime: 10, buffered: { length: 1, start: () => 0, end: () => 10 + buffered_s } };
     const fake = { config: real.config, logger: real.logger, on: () => {}, off: () => {}, levels: LADDER_BPS.map((bitrate) => ({ bitrate, details: { targetduration: 2 } })), media, minAutoLevel: bounds.min, maxAutoLevel: bounds.max };
-    return { abr: new AbrController(fake), decisions };
+    return { abr: new AbrController(fake), decisions, media, fake };
   }
+
+  it("decides once per completed main fragment: hls.js's reads in between get that level while the estimate and the buffer move", () => {
+    const sample = (kbps: number) => ({ bytes: (kbps * 1000 * 2) / 8, duration_s: 2 * (1850 / kbps), bitrate_kbps: 1850, segment_s: 2, predicted_kbps: kbps });
+    const run = (decide?: "per_fragment" | "per_read") => {
+      const state = { bps: 2_000_000 };
+      const history = new MpcHistory();
+      history.add(sample(2000));
+      const { abr, decisions, media, fake } = withLevels(state, 6, undefined, history, decide);
+      const first = abr.nextAutoLevel;
+      const reads: number[] = [];
+      // hls.js reads the level on every 100 ms tick while the fragment it chose loads: the grants move
+      // Nuwa's estimate (here 2 → 20 Mbit/s) and the buffer drains by a second.
+      for (let i = 1; i <= 10; i++) {
+        state.bps = 2_000_000 + i * 1_800_000;
+        media.currentTime = 10 + i * 0.1;
+        reads.push(abr.nextAutoLevel);
+      }
+      const made = decisions.length;
+      history.add(sample(20_000)); // the fragment completed: the next read decides again
+      const after = abr.nextAutoLevel;
+      fake.maxAutoLevel = 2; // hls.js's bounds changed (e.g. capLevelToPlayerSize): decides again within them
+      return { first, reads, made, after, capped: abr.nextAutoLevel, decisions };
+    };
+    const held = run();
+    expect(held.reads.every((l) => l === held.first)).toBe(true);
+    expect(held.made).toBe(1);
+    expect(held.after).toBeGreaterThan(held.first);
+    expect(held.capped).toBeLessThanOrEqual(2);
+    expect(held.decisions).toHaveLength(3);
+    expect(run("per_fragment").reads).toEqual(held.reads);
+    // The behaviour before (`per_read`): a new decision on each read where the estimate moved, and the level climbs within the fragment.
+    const flap = run("per_read");
+    expect(flap.first).toBe(held.first);
+    expect(new Set(flap.reads).size).toBeGreaterThan(1);
+    expect(flap.made).toBeGreaterThan(5);
+  });
 
   it("starts on the lowest level without an estimate, then follows the estimate", () => {
     const state = { bps: Number.NaN };
@@ -139,5 +175,6 @@ describe("attachNuwaToHls", () => {
     ours.close();
     expect(() => attachNuwaToHls(Hls, { ...opts, abr: "bola" as never })).toThrow(/abr must be/);
     expect(() => attachNuwaToHls(Hls, { ...opts, abr: "nuwa", estimate: "hlsjs" })).toThrow(/plans on Nuwa's estimate/);
+    expect(() => attachNuwaToHls(Hls, { ...opts, decide: "per_grant" as never })).toThrow(/decide must be "per_fragment" or "per_read"/);
   });
 });

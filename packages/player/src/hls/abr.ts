@@ -14,6 +14,22 @@
  *   and hls.js's emergency abandonment (`_abandonRulesCheck`) is off, as dash.js's
  *   AbandonRequestsRule is under the same rule (dash/attach.ts). The MPC's own abandonment
  *   (dash/abr.ts makeNuwaAbandonRule) is wired into dash.js only: not yet here.
+ *
+ * One decision per fragment (`decide: "per_fragment"`, the default). hls.js reads
+ * `nextAutoLevel` on every tick of its stream controller (100 ms) and whenever it sets the level
+ * to load, not once per fragment; its own AbrController answers the same until its estimate
+ * changes, and its EWMA changes only when a fragment is sampled. Nuwa's estimate moves with
+ * every grant, so a rule that decided afresh on each read (`"per_read"`, the behaviour before
+ * the fifty-fourth session: a new MPC decision whenever the estimate moved 1 % or the buffer
+ * 0.5 s) flapped between neighbouring levels within one fragment, and each flap to a level
+ * whose playlist hls.js had not loaded yet made it load that playlist and, when it arrived,
+ * abort the fragment in flight (hls.js 1.7 StreamController `onLevelLoaded`: a loading fragment
+ * of another level is aborted). End to end (`./nuwa play --player hlsjs`, Verizon LTE, the
+ * fifty-fourth session's first run): levels 1, 2, 1, 0 within 0.3 s after the first fragment,
+ * four aborted requests for the same fragment and a playlist loaded for nothing. Now the MPC
+ * decides once per completed main fragment (`MpcHistory.recorded`) and answers that level
+ * until the next one completes, as dash.js asks the same rule once per segment (its
+ * ScheduleController); hls.js's auto-level bounds changing also asks again.
  */
 import { achievableKbps, decideMpc, type EstimateSource, estimateKbps } from "../dash/abr.js";
 import { MPC_DEFAULTS, type MpcHistory } from "../dash/mpc.js";
@@ -64,6 +80,12 @@ export interface NuwaHlsAbrOptions {
   onDecision?: (d: { level: number; estimate_kbps: number; buffer_s: number; reason: string }) => void;
   /** Called with each controller hls.js constructs (one per Hls instance). */
   onCreate?: (abr: NuwaHlsAbr) => void;
+  /**
+   * When the MPC decides again (module doc): `per_fragment` (default) once per completed main
+   * fragment; `per_read` whenever hls.js reads the level and the estimate moved 1 % or the buffer
+   * 0.5 s since the last decision (the behaviour before the fifty-fourth session; lab comparisons).
+   */
+  decide?: "per_fragment" | "per_read";
 }
 
 /** Seconds of media buffered ahead of the playhead (0 without media or buffer). */
@@ -139,7 +161,7 @@ export function makeNuwaHlsAbr(Base: new (hls: never) => unknown, src: EstimateS
     override get firstAutoLevel(): number {
       return o.abr === "nuwa" ? this.mpcLevel() : super.firstAutoLevel;
     }
-    /** The MPC's level now; recomputed when the history, the estimate (1%) or the buffer (0.5 s) changed. */
+    /** The MPC's level now: decided again once a main fragment completed (or, `per_read`, when the estimate moved 1 % or the buffer 0.5 s). */
     private mpcLevel(): number {
       const hls = this.hls;
       if (!hls || hls.levels.length === 0) return 0;
@@ -147,7 +169,10 @@ export function makeNuwaHlsAbr(Base: new (hls: never) => unknown, src: EstimateS
       const e = c ? c.estimate(src.now_us()) : null;
       const est_kbps = e && e.bps > 0 ? e.bps / 1000 : Number.NaN;
       const buffer_s = bufferAheadS(hls.media);
-      const key = `${o.history.samples.length}_${Math.round(Math.log(est_kbps) * 100)}_${Math.round(buffer_s * 2)}`;
+      const key =
+        o.decide === "per_read"
+          ? `${o.history.samples.length}_${Math.round(Math.log(est_kbps) * 100)}_${Math.round(buffer_s * 2)}`
+          : `${o.history.recorded}_${hls.minAutoLevel}_${hls.maxAutoLevel}`; // once per completed fragment (module doc)
       if (this.last?.key === key) return this.last.level;
       const seg_s = hls.levels[0]?.details?.targetduration;
       const reps = hls.levels.map((l) => ({ bitrateInKbit: l.bitrate / 1000, segmentDuration: seg_s }));

@@ -51,6 +51,13 @@ export interface HlsAttachOptions {
   reconnect?: Partial<ReconnectPolicy>;
   /** Stall watchdog, ms (session.ts; default 4000, 0: never). */
   stall_timeout_ms?: number;
+  /**
+   * With `abr: "nuwa"`: when the MPC decides again (hls/abr.ts module doc). `per_fragment`
+   * (default): once per completed main fragment, as dash.js asks the rule once per segment;
+   * `per_read`: whenever hls.js reads the level and the estimate or the buffer moved (the
+   * behaviour before the fifty-fourth session, which flapped within a fragment; lab comparisons).
+   */
+  decide?: "per_fragment" | "per_read";
 }
 
 export interface NuwaHlsAttachment<H> {
@@ -74,7 +81,7 @@ export interface NuwaHlsAttachment<H> {
 
 /**
  * Attach Nuwa to hls.js. Call before constructing the Hls instance.
- * @throws TypeError on an unknown `abr` or `estimate`
+ * @throws TypeError on an unknown `abr`, `estimate` or `decide`
  */
 export function attachNuwaToHls<H>(Hls: HlsClassLike<H>, o: HlsAttachOptions): NuwaHlsAttachment<H> {
   const abr = o.abr ?? "nuwa";
@@ -82,6 +89,7 @@ export function attachNuwaToHls<H>(Hls: HlsClassLike<H>, o: HlsAttachOptions): N
   if (abr !== "nuwa" && abr !== "hlsjs") throw new TypeError(`attachNuwaToHls: abr must be "nuwa" or "hlsjs", got ${String(abr)}`);
   if (estimate !== "nuwa" && estimate !== "hlsjs") throw new TypeError(`attachNuwaToHls: estimate must be "nuwa" or "hlsjs", got ${String(estimate)}`);
   if (abr === "nuwa" && estimate === "hlsjs") throw new TypeError('attachNuwaToHls: abr "nuwa" plans on Nuwa\'s estimate (estimate "nuwa")');
+  if (o.decide !== undefined && o.decide !== "per_fragment" && o.decide !== "per_read") throw new TypeError(`attachNuwaToHls: decide must be "per_fragment" or "per_read", got ${String(o.decide)}`);
   const now_us = () => performance.now() * 1000;
   const cc: Partial<NuwaConfig> = { ...o.cc };
   if (o.preset && cc.target_delay_ms === undefined) cc.target_delay_ms = TD_PRESETS_MS[o.preset];
@@ -109,6 +117,7 @@ export function attachNuwaToHls<H>(Hls: HlsClassLike<H>, o: HlsAttachOptions): N
     config.abrController = makeNuwaHlsAbr(Hls.DefaultConfig.abrController as new (hls: never) => unknown, src, {
       abr,
       history,
+      decide: o.decide,
       onDecision: (d) => o.onTelemetry?.({ type: "abr", t_us: now_us(), reason: d.reason }),
       onCreate: (a) => {
         state.abr = a;
