@@ -34,7 +34,7 @@ let stopping = false;
 const status = document.getElementById("status")!;
 
 /** The ladder's schemes as attachNuwa options (old names: cubic = dashjs, observe = nuwa_cubic). */
-const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "estimate_smoothing" | "estimate_share" | "estimate_sample" | "mpc" | "fetch_ahead" | "abandon" | "prefetch_init">> = {
+const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | "estimate_smoothing" | "estimate_share" | "estimate_sample" | "mpc" | "fetch_ahead" | "abandon" | "prefetch_init" | "retry_takeover">> = {
   dashjs: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   cubic: { mode: "observe", abr: "dashjs", estimate: "dashjs" },
   dashjs_grants: { mode: "control", abr: "dashjs", estimate: "dashjs" },
@@ -52,6 +52,7 @@ const SCHEMES: Record<string, Pick<AttachOptions, "mode" | "abr" | "estimate" | 
   nuwa_probe: { mode: "control", abr: "nuwa", estimate: "nuwa", mpc: { first_probe: true } },
   nuwa_abandon: { mode: "control", abr: "nuwa", estimate: "nuwa", abandon: true },
   nuwa_noinit: { mode: "control", abr: "nuwa", estimate: "nuwa", prefetch_init: false },
+  nuwa_noretake: { mode: "control", abr: "nuwa", estimate: "nuwa", retry_takeover: false },
   nuwa_cubic: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
   observe: { mode: "observe", abr: "nuwa", estimate: "nuwa" },
 };

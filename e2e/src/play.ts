@@ -63,6 +63,8 @@ export type PlayPlayer = (typeof PLAYERS)[number];
  * (attachNuwa `mpc: { first_probe: true }`, opt-in; the forty-ninth session's invocation ran it as `nuwa` and the
  * default as `nuwa_noprobe`); `nuwa_noinit`, Nuwa's MPC without the loader's init-segment prefetch (attachNuwa
  * `prefetch_init: false`: dash.js asks for a rung's init segment when it switches to it; fifty-third session);
+ * `nuwa_noretake`, Nuwa's MPC without the loader's retry takeover (attachNuwa `retry_takeover: false`: a retry of a
+ * timed-out segment asks the server afresh from its first byte; fifty-fourth session);
  * `dashjs_nuwa_instant`, `dashjs_nuwa_estimate` without dash.js's own EWMA over the figure (attachNuwa
  * `estimate_smoothing: "none"`: the figure at the instant the rules ask; the default before the thirty-second
  * session, whose invocation ran it as `dashjs_nuwa_estimate` and the average as `dashjs_nuwa_ewma`);
@@ -71,7 +73,7 @@ export type PlayPlayer = (typeof PLAYERS)[number];
  * with each segment's sample the lower of the figure at its request and at its completion
  * (`estimate_sample: "min_over_download"`).
  */
-export const PLAY_EXTRA = ["nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_probe", "nuwa_abandon", "nuwa_noinit", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained"] as const;
+export const PLAY_EXTRA = ["nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_probe", "nuwa_abandon", "nuwa_noinit", "nuwa_noretake", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained"] as const;
 export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTRA, "cubic", "observe", "dashjs_bbr", "dashjs_pbq"];
 /**
  * shaka-player's schemes (e2e/pages/play-shaka.ts): `shaka` (shaka 5 as shipped, its own ABR and
@@ -82,7 +84,7 @@ export const PLAY_SCHEMES: readonly PlayScheme[] = [...PLAY_LADDER, ...PLAY_EXTR
  */
 export const SHAKA_SCHEMES = ["shaka", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"] as const;
 /** Schemes whose server obeys Nuwa's grants (the others run the server's cubic). */
-export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_probe", "nuwa_abandon", "nuwa_noinit", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "hlsjs_nuwa_perread", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
+export const GRANT_SCHEMES: readonly PlayScheme[] = ["dashjs_grants", "dashjs_nuwa_estimate", "dashjs_nuwa_instant", "dashjs_nuwa_transfer", "dashjs_nuwa_sustained", "nuwa", "nuwa_rule", "nuwa_deepcap", "nuwa_nohyst", "nuwa_ahead", "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_probe", "nuwa_abandon", "nuwa_noinit", "nuwa_noretake", "hlsjs_nuwa_estimate", "hlsjs_nuwa", "hlsjs_nuwa_perread", "shaka_grants", "shaka_nuwa", "shaka_nuwa_prefetch"];
 /** Each player's schemes and its default one. */
 export const PLAYER_SCHEMES: Record<PlayPlayer, { schemes: readonly PlayScheme[]; default: PlayScheme }> = {
   dashjs: { schemes: PLAY_SCHEMES, default: "nuwa" },

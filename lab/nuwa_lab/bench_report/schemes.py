@@ -20,7 +20,7 @@ LADDER_STEPS = (
 NUWA_ESTIMATE_SCHEMES = frozenset({"dashjs_nuwa_estimate", "nuwa", "nuwa_cubic", "nuwa_deepcap",
                                    "nuwa_robustmpc", "nuwa_nohyst", "nuwa_hyst", "nuwa_ahead",
                                    "nuwa_ahead_queue", "nuwa_noreserve", "nuwa_noprobe",
-                                   "nuwa_probe", "nuwa_abandon", "nuwa_noinit",
+                                   "nuwa_probe", "nuwa_abandon", "nuwa_noinit", "nuwa_noretake",
                                    "dashjs_nuwa_ewma",
                                    "dashjs_nuwa_instant", "dashjs_nuwa_transfer",
                                    "dashjs_nuwa_sustained"})
@@ -34,6 +34,7 @@ forty-fifth session); ``nuwa_probe`` the MPC with its first segment sized to mea
 (opt-in ``first_probe``; the forty-ninth session's invocation ran it as ``nuwa`` and the default
 as ``nuwa_noprobe``); ``nuwa_abandon`` the MPC with its abandonment rule
 on (opt-in ``abandon: true``); ``nuwa_noinit`` the MPC without the loader's init-segment prefetch;
+``nuwa_noretake`` the MPC without the loader's retry takeover of a timed-out transfer;
 ``dashjs_nuwa_ewma`` the thirty-second session's name of dash.js's rules on Nuwa's figure through
 dash.js's own EWMA, now ``dashjs_nuwa_estimate``, and ``dashjs_nuwa_instant`` the figure without it;
 ``dashjs_nuwa_transfer`` the same rules on Nuwa's figure with the share measured per transfer;
@@ -50,7 +51,7 @@ COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_backlog": "C7", "nuwa_raw":
           "nuwa_cubic": "C4", "nuwa_deepcap": "C9", "nuwa_robustmpc": "C8",
           "nuwa_nohyst": "C8", "nuwa_hyst": "C6", "nuwa_ahead": "C7", "nuwa_noreserve": "C5",
           "nuwa_ahead_queue": "C9", "nuwa_noprobe": "C3", "nuwa_probe": "C3",
-          "nuwa_abandon": "C6", "nuwa_noinit": "C7",
+          "nuwa_abandon": "C6", "nuwa_noinit": "C7", "nuwa_noretake": "C8",
           "dashjs_nuwa_ewma": "C5", "dashjs_nuwa_instant": "C5", "dashjs_nuwa_transfer": "C9",
           "dashjs_nuwa_sustained": "C8",
           "aimd": "C3"}

@@ -12,7 +12,7 @@ import { type ReconnectPolicy, SessionManager } from "../reconnect.js";
 import { NuwaSession, type SessionMode, type TelemetryEvent, type TransportKind } from "../session.js";
 import type { RlTunerOptions, TunerEvent } from "../tuner.js";
 import { type AbrDecision, achievableKbps, DashjsEwma, type EstimateSource, makeNuwaAbandonRule, makeNuwaAbrRule, makeThroughputOverride, type NuwaMpcOptions, standingWaitS, sustainedSampleKbps } from "./abr.js";
-import { type FetchAheadEvent, type FetchAheadQuery, makeNuwaLoader } from "./loader.js";
+import { DEFAULT_LOADER_OPTIONS, type FetchAheadEvent, type FetchAheadQuery, makeNuwaLoader } from "./loader.js";
 import { MPC_DEFAULTS, MpcHistory } from "./mpc.js";
 import { checkMpd, initSegmentPaths, type NumberTemplate, type NuwaContentError, nextSegmentPath, parseSidx, SegmentSizes, segmentIndexPlan, segmentTemplates } from "./mpd.js";
 import { attachRlTuner } from "./rl.js";
@@ -130,6 +130,13 @@ export interface AttachOptions {
    * fetch as dash.js does. Lab scheme `nuwa_noinit` runs the MPC without it.
    */
   prefetch_init?: boolean;
+  /**
+   * A retry of a timed-out request takes over its transfer, with the bytes already in (loader.ts
+   * `retry_takeover_ms`, 3 s), instead of asking the server afresh from the first byte. Default: on
+   * with `abr: "nuwa"` (the product), off for the dash.js baselines, which fetch as dash.js over
+   * XHR does. Lab scheme `nuwa_noretake` runs the MPC without it.
+   */
+  retry_takeover?: boolean;
   /** Reconnect backoff when the session ends (reconnect.ts). */
   reconnect?: Partial<ReconnectPolicy>;
   /** A session that receives nothing for this long while requests are open is stalled, ms (session.ts, default 4000; 0: never): a second session is tried, and the stalled one closed if that opens first (reconnect.ts). */
@@ -361,6 +368,7 @@ export function attachNuwa(player: DashPlayerLike, dashjs: DashjsLike, o: Attach
         return null;
       },
       ...((o.prefetch_init ?? abr === "nuwa") ? { initPrefetch: initSegmentPaths } : {}),
+      retry_takeover_ms: (o.retry_takeover ?? abr === "nuwa") ? DEFAULT_LOADER_OPTIONS.retry_takeover_ms : 0,
       ...(fetch_ahead === "off"
         ? {}
         : {

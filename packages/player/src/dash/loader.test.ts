@@ -250,24 +250,90 @@ describe("NuwaLoader → dash.js", () => {
     expect(b.events).toEqual(["abort"]);
   });
 
-  it("request timeout (dash.js fragmentRequestTimeout): ontimeout then onloadend with status 0, stream aborted", async () => {
+  it("request timeout (dash.js fragmentRequestTimeout): ontimeout then onloadend with status 0, stream aborted (at once with retry_takeover_ms 0, after it by default)", async () => {
+    vi.useFakeTimers();
+    for (const takeover_ms of [0, undefined]) {
+      let signal: AbortSignal | undefined;
+      const s = fakeSession([
+        (_r, o) => {
+          signal = o.signal;
+          return new Promise(() => {}); // a server that never answers
+        },
+      ]);
+      const loader = makeNuwaLoader(async () => s, takeover_ms === undefined ? {} : { retry_takeover_ms: takeover_ms })() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+      const a = dashRequest("https://h:1/seg-5.m4s", { timeout: 20_000 });
+      loader.load(a.req, a.res);
+      await vi.advanceTimersByTimeAsync(19_999);
+      expect(a.events).toEqual([]);
+      await vi.advanceTimersByTimeAsync(2);
+      expect(a.events).toEqual(["timeout", "loadend"]);
+      expect(a.res.status).toBe(0);
+      expect(signal!.aborted).toBe(takeover_ms === 0);
+      await vi.advanceTimersByTimeAsync(3_000); // nobody retried within the default 3 s: the transfer is let go
+      expect(signal!.aborted).toBe(true);
+    }
+  });
+
+  it("a retry of a timed-out request takes over its transfer with the bytes already in: no second request to the server", async () => {
     vi.useFakeTimers();
     let signal: AbortSignal | undefined;
-    const s = fakeSession([
-      (_r, o) => {
-        signal = o.signal;
-        return new Promise(() => {}); // a server that never answers
-      },
-    ]);
-    const loader = makeNuwaLoader(async () => s)() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
-    const a = dashRequest("https://h:1/seg-5.m4s", { timeout: 20_000 });
+    let release: (() => void) | null = null;
+    // Half the body, then nothing until released (a link gone nearly dark), then the rest.
+    const slow: Handler = (_req, o) => {
+      signal = o.signal;
+      const head: ResponseHead = { status: 200, total_bytes: BYTES.length };
+      o.onData?.(BYTES.slice(0, 20), 20, head);
+      return new Promise((resolve) => {
+        release = () => {
+          o.onData?.(BYTES.slice(20), 40, head);
+          resolve({ head, body: BYTES.slice(), first_byte_us: 1, duration_us: 2 });
+        };
+      });
+    };
+    const s = fakeSession([slow]);
+    const done: LoadedRequest[] = [];
+    const loader = makeNuwaLoader(async () => s, { onComplete: (d) => void done.push(d) })() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+    const a = dashRequest("https://h:1/v/seg-23.m4s", { timeout: 20_000 });
     loader.load(a.req, a.res);
-    await vi.advanceTimersByTimeAsync(19_999);
-    expect(a.events).toEqual([]);
-    await vi.advanceTimersByTimeAsync(2);
+    await vi.advanceTimersByTimeAsync(20_001);
     expect(a.events).toEqual(["timeout", "loadend"]);
-    expect(a.res.status).toBe(0);
-    expect(signal!.aborted).toBe(true);
+    await vi.advanceTimersByTimeAsync(1_000); // dash.js's retry interval
+    const b = dashRequest("https://h:1/v/seg-23.m4s", { timeout: 20_000 });
+    loader.load(b.req, b.res);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(b.progress[0]).toEqual({ loaded: 20, total: 40 }); // the bytes the first attempt had
+    release!();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(b.events).toEqual(["loadend"]);
+    expect(b.res.status).toBe(200);
+    expect([...new Uint8Array(b.res.data as ArrayBuffer)]).toEqual([...BYTES]);
+    expect(s.calls).toHaveLength(1);
+    expect(signal!.aborted).toBe(false);
+    // the throughput sample spans both attempts: from the first request, not the retry
+    expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(21_000);
+  });
+
+  it("a retry takes over only the same path and range; another request is asked afresh", async () => {
+    vi.useFakeTimers();
+    const signals: AbortSignal[] = [];
+    const never: Handler = (_r, o) => {
+      signals.push(o.signal!);
+      return new Promise(() => {});
+    };
+    const s = fakeSession([never, serve(BYTES, 8)]);
+    const loader = makeNuwaLoader(async () => s)() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean };
+    const a = dashRequest("https://h:1/v/seg-23.m4s", { timeout: 1_000, headers: { Range: "bytes=0-19" } });
+    loader.load(a.req, a.res);
+    await vi.advanceTimersByTimeAsync(1_001);
+    expect(a.events).toEqual(["timeout", "loadend"]);
+    const b = dashRequest("https://h:1/v/seg-23.m4s", { timeout: 1_000 }); // the whole file: not the range that timed out
+    loader.load(b.req, b.res);
+    await vi.advanceTimersByTimeAsync(0);
+    await vi.waitFor(() => expect(b.events).toEqual(["loadend"]));
+    expect(s.calls).toHaveLength(2);
+    expect(signals[0]!.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(signals[0]!.aborted).toBe(true);
   });
 
   it("waiting for a session counts against the deadline too (default when dash.js gives none)", async () => {

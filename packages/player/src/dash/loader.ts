@@ -26,6 +26,15 @@
  * is not fetched again; it gives up at the request's deadline and lets
  * dash.js retry.
  *
+ * A retry takes over the timed-out transfer (`LoaderOptions.retry_takeover_ms`, default 3 s): at a
+ * request's deadline dash.js gets its timeout as from XHR, but the transfer goes on for that long,
+ * and a request for the same path and range within it reads that transfer, with the bytes already
+ * in, instead of asking the server afresh. dash.js retries a timed-out segment with the same URL
+ * after `streaming.retryIntervals` (1 s); asked afresh, the retry starts from its first byte again
+ * and, behind a queue, from the back of it: on a near-dark link a 460 kB segment was asked for at
+ * 27.5, 48.6 and 69.6 s, each attempt cut at dash.js's 20 s with what it had (docs/BENCHMARKS.md,
+ * fifty-fourth session). A transfer nobody takes within the time is aborted.
+ *
  * Byte ranges (issue 19): dash.js's `Range: bytes=first-last` (SegmentBase/SegmentList content,
  * sidx) and `bytes=first-` go to the server as a `range`; any other Range (several ranges,
  * a suffix `bytes=-N`) fails the request with 416 and says why, never the whole file
@@ -95,6 +104,11 @@ export interface LoaderOptions {
   default_timeout_ms: number;
   /** Most session losses one request rides through before it is failed to dash.js. */
   max_resumes: number;
+  /**
+   * How long a timed-out request's transfer goes on for a retry of the same path and range to take
+   * over (module doc), ms; 0: aborted at the deadline (the behaviour before the fifty-fourth session).
+   */
+  retry_takeover_ms: number;
   /**
    * Called when a request completes with its body (issue 15: the ABR's realized segment
    * throughput): `media_type`/`type`/`bitrate_kbps`/`segment_s` come from dash.js's request
@@ -187,7 +201,7 @@ export const MAX_INIT_PREFETCH_BYTES = 64 * 1024;
 /** Most segments of one media type the loader keeps fetched ahead (`LoaderOptions.fetchAhead`). */
 export const MAX_FETCH_AHEAD = 8;
 
-export const DEFAULT_LOADER_OPTIONS: Readonly<LoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
+export const DEFAULT_LOADER_OPTIONS: Readonly<LoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3, retry_takeover_ms: 3_000 });
 
 /** `last` of an open-ended range (`bytes=first-`): the server clamps it to the end (PROTOCOL.md "Requests"). */
 export const OPEN_RANGE_LAST = Number.MAX_SAFE_INTEGER;
@@ -384,6 +398,27 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
   const ahead = new Map<string, Ahead[]>(); // media type → its segments fetched ahead
   const last_complete_ms = new Map<string, number>(); // per media type: the previous segment's completion
   const inits = new Map<string, Transfer>(); // init segments prefetched (initPrefetch): path → its transfer, kept for every request
+  // Transfers of timed-out requests, kept for a retry to take over (module doc): "path|range" → transfer and its end.
+  const timed_out = new Map<string, { t: Transfer; timer: ReturnType<typeof setTimeout> }>();
+  const keepTimedOut = (key: string, t: Transfer, deadline: Deadline) => {
+    const old = timed_out.get(key);
+    if (old && old.t !== t) {
+      clearTimeout(old.timer);
+      old.t.ac.abort(deadline);
+    }
+    const timer = setTimeout(() => {
+      if (timed_out.get(key)?.t === t) timed_out.delete(key);
+      t.ac.abort(deadline);
+    }, o.retry_takeover_ms);
+    timed_out.set(key, { t, timer });
+  };
+  const takeTimedOut = (key: string): Transfer | null => {
+    const kept = timed_out.get(key);
+    if (!kept) return null;
+    timed_out.delete(key);
+    clearTimeout(kept.timer);
+    return kept.t.failed ? null : kept.t;
+  };
   /** Fetch the init segments the MPD names (initPrefetch), replacing those of an earlier MPD. */
   const prefetchInits = (paths: readonly string[]) => {
     for (const t of inits.values()) if (!Number.isFinite(t.done_ms)) t.ac.abort(new DOMException("init prefetch replaced by a new MPD", "AbortError"));
@@ -483,7 +518,10 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       const timer = setTimeout(() => {
         if (finished) return;
         finish();
-        if (!shared) transfer?.ac.abort(new Deadline(timeout_ms));
+        if (!shared && transfer) {
+          if (o.retry_takeover_ms > 0 && !transfer.failed) keepTimedOut(transfer_key, transfer, new Deadline(timeout_ms)); // a retry may take it over
+          else transfer.ac.abort(new Deadline(timeout_ms));
+        }
         res.url = req.url;
         res.status = 0;
         res.statusText = `timeout: no complete answer within ${timeout_ms} ms`;
@@ -506,6 +544,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         return true;
       }
       const cmcd = cmcdOf(req.url, req.headers);
+      const transfer_key = `${url.pathname}|${range ? range.join("-") : ""}`;
       // One progress event per chunk read: onData runs once per DATA frame, synchronously for
       // all frames of one reader.read() (session.ts), so a microtask queued at the burst's first
       // frame runs after its last one and before the next chunk is parsed.
@@ -537,7 +576,9 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         prefetched = null;
       }
       shared = prefetched !== null;
-      const t = taken ?? prefetched ?? startTransfer(session, url.pathname, range, o.max_resumes, cmcd);
+      // a retry of a request that timed out reads the transfer it left (module doc)
+      const resumed = taken || prefetched ? null : takeTimedOut(transfer_key);
+      const t = taken ?? prefetched ?? resumed ?? startTransfer(session, url.pathname, range, o.max_resumes, cmcd);
       transfer = t;
       let asked_ahead = !whole_segment || !o.fetchAhead;
       const onData = (n: number, tot: number) => {
