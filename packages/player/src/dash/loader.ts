@@ -350,8 +350,8 @@ export async function fetchResumable(
   return { head: got.head as ResponseHead, body, resumes };
 }
 
-/** One fetch over the session, which a dash.js request reads, or which waits for one (fetch-ahead). */
-interface Transfer {
+/** One fetch over the session, which a player's request reads, or which waits for one (fetch-ahead, a retry). */
+export interface Transfer {
   path: string;
   /** performance.now() when it was asked for, ms. */
   started_ms: number;
@@ -367,7 +367,11 @@ interface Transfer {
   first_byte_ms: number;
 }
 
-function startTransfer(session: () => Promise<RequestSession>, path: string, range: [number, number] | undefined, max_resumes: number, cmcd?: string): Transfer {
+/**
+ * Start fetching `path` (or its byte range, both ends inclusive) over the session with `fetchResumable`;
+ * readers add a listener for progress (loaded and total bytes) and await `result`.
+ */
+export function startTransfer(session: () => Promise<RequestSession>, path: string, range: [number, number] | undefined, max_resumes: number, cmcd?: string): Transfer {
   const t: Transfer = { path, started_ms: performance.now(), ac: new AbortController(), loaded: 0, total: 0, listeners: new Set(), result: Promise.resolve() as never, failed: false, done_ms: Number.NaN, first_byte_ms: Number.NaN };
   t.result = fetchResumable(session, path, range, t.ac.signal, max_resumes, (n, total) => {
     if (n > 0 && !Number.isFinite(t.first_byte_ms)) t.first_byte_ms = performance.now();

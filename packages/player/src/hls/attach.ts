@@ -31,6 +31,9 @@ export interface HlsClassLike<H> {
   DefaultConfig: { abrController: unknown };
 }
 
+/** How long a timed-out load's transfer waits for hls.js's retry to take it over with `retry_takeover`, ms. */
+export const HLS_RETRY_TAKEOVER_MS = 3_000;
+
 export interface HlsAttachOptions {
   /** Session URL, e.g. `https://127.0.0.1:4433/nuwa`. */
   url: string;
@@ -58,6 +61,14 @@ export interface HlsAttachOptions {
    * behaviour before the fifty-fourth session, which flapped within a fragment; lab comparisons).
    */
   decide?: "per_fragment" | "per_read";
+  /**
+   * A retry of a timed-out load takes over its transfer, with the bytes already in, for 3 s after
+   * the timeout (hls/loader.ts `retry_takeover_ms`): hls.js retries a fragment at once after its
+   * 10 s time-to-first-byte timeout, and asked afresh the retry waits behind the whole queue again.
+   * Default: on with `abr: "nuwa"`, off for hls.js's own ABR (the baselines fetch as hls.js's
+   * XhrLoader does).
+   */
+  retry_takeover?: boolean;
 }
 
 export interface NuwaHlsAttachment<H> {
@@ -107,6 +118,7 @@ export function attachNuwaToHls<H>(Hls: HlsClassLike<H>, o: HlsAttachOptions): N
     return l ? l.bitrate / 1000 : Number.NaN;
   };
   const loader = makeNuwaHlsLoader(() => manager.session(), {
+    retry_takeover_ms: (o.retry_takeover ?? abr === "nuwa") ? HLS_RETRY_TAKEOVER_MS : 0,
     onComplete: (d) => {
       if (d.frag.type !== "main" || typeof d.frag.sn !== "number") return; // init segments have sn "initSegment"
       history.add({ bytes: d.bytes, duration_s: d.duration_ms / 1000, bitrate_kbps: levelKbps(d.frag.level), segment_s: d.frag.duration ?? Number.NaN, predicted_kbps: history.next_predicted_kbps });

@@ -3,7 +3,7 @@
  * class; nothing here imports hls.js, so dash.js users never load it.
  */
 export { bufferAheadS, type HlsBwEstimatorLike, type HlsInstanceLike, makeNuwaHlsAbr, type NuwaHlsAbr, type NuwaHlsAbrOptions, wrapEstimator } from "./abr.js";
-export { attachNuwaToHls, type HlsAttachOptions, type HlsClassLike, type NuwaHlsAttachment } from "./attach.js";
+export { attachNuwaToHls, HLS_RETRY_TAKEOVER_MS, type HlsAttachOptions, type HlsClassLike, type NuwaHlsAttachment } from "./attach.js";
 export {
   DEFAULT_HLS_LOADER_OPTIONS,
   type HlsFragLike,

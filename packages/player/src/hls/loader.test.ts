@@ -151,6 +151,72 @@ describe("makeNuwaHlsLoader: stats as hls.js's ABR reads them", () => {
     expect(loader.stats.aborted).toBe(true);
   });
 
+  it("a retry of a timed-out fragment takes over its transfer with the bytes already in (retry_takeover_ms); without the option the transfer is aborted at the deadline", async () => {
+    vi.useFakeTimers();
+    const head: ResponseHead = { status: 200, total_bytes: 100 };
+    for (const takeover_ms of [3000, 0]) {
+      const signals: AbortSignal[] = [];
+      let release: (() => void) | null = null;
+      // Half the fragment after 12 s (behind a deep queue), the rest when released.
+      const s: RequestSession = {
+        request: (_req, ro = {}) => {
+          signals.push(ro.signal!);
+          return new Promise((resolve, reject) => {
+            ro.signal?.addEventListener("abort", () => reject(ro.signal?.reason));
+            setTimeout(() => ro.onData?.(BYTES.slice(0, 50), 50, head), 12_000);
+            release = () => {
+              ro.onData?.(BYTES.slice(50), 100, head);
+              resolve({ head, body: BYTES.slice(), first_byte_us: 0, duration_us: 0 });
+            };
+          });
+        },
+      };
+      const done: { duration_ms: number }[] = [];
+      const Loader = makeNuwaHlsLoader(() => Promise.resolve(s), { retry_takeover_ms: takeover_ms, onComplete: (d) => void done.push(d) });
+      const first = callbacks();
+      new Loader().load(frag(), POLICY, first.cb);
+      await vi.advanceTimersByTimeAsync(10_001); // hls.js's 10 s time to first byte
+      expect(first.events.map((e) => e.kind)).toEqual(["timeout"]);
+      expect(signals[0]!.aborted).toBe(takeover_ms === 0);
+      // hls.js retries at once (timeoutRetry.retryDelayMs 0)
+      const retry = callbacks();
+      const loader = new Loader();
+      loader.load(frag(), POLICY, retry.cb);
+      if (takeover_ms === 0) {
+        await vi.advanceTimersByTimeAsync(0);
+        expect(signals).toHaveLength(2); // asked afresh
+        continue;
+      }
+      await vi.advanceTimersByTimeAsync(2_000); // the first half arrives
+      expect(signals).toHaveLength(1);
+      expect(loader.stats.loaded).toBe(50);
+      release!();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(retry.events.map((e) => e.kind)).toEqual(["success"]);
+      expect(new Uint8Array(retry.events[0]!.data as ArrayBuffer)).toEqual(BYTES);
+      expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(12_000); // from the transfer's start: both attempts
+      expect(signals[0]!.aborted).toBe(false);
+    }
+  });
+
+  it("a timed-out transfer no retry takes within retry_takeover_ms is aborted; a load of another path is asked afresh", async () => {
+    vi.useFakeTimers();
+    const signals: AbortSignal[] = [];
+    const s: RequestSession = { request: (_r, ro = {}) => (signals.push(ro.signal!), new Promise((_, rej) => ro.signal?.addEventListener("abort", () => rej(ro.signal?.reason)))) };
+    const Loader = makeNuwaHlsLoader(() => Promise.resolve(s), { retry_takeover_ms: 3000 });
+    const a = callbacks();
+    new Loader().load(frag(), { loadPolicy: { maxTimeToFirstByteMs: 500, maxLoadTimeMs: 5000 } }, a.cb);
+    await vi.advanceTimersByTimeAsync(501);
+    expect(a.events.map((e) => e.kind)).toEqual(["timeout"]);
+    new Loader().load(frag("https://h/seg-2-00001.m4s"), POLICY, callbacks().cb); // hls.js went down a level instead
+    await vi.advanceTimersByTimeAsync(0);
+    expect(signals).toHaveLength(2);
+    expect(signals[0]!.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(signals[0]!.aborted).toBe(true);
+    expect(signals[1]!.aborted).toBe(false);
+  });
+
   it("reports each completed fragment (bytes, load time) for the MPC's history", async () => {
     vi.spyOn(performance, "now").mockImplementation(() => clock.ms);
     const done: unknown[] = [];

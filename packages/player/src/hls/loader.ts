@@ -24,6 +24,16 @@
  * retry policies (error-controller) then apply unchanged. Responses are whole (no
  * progressive `onProgress` chunks: a custom loader disables hls.js's progressive streaming).
  *
+ * A retry takes over a timed-out transfer (`retry_takeover_ms`; attach.ts turns it on with Nuwa's
+ * MPC): at hls.js's deadline (`maxTimeToFirstByteMs`, 10 s by default, or `maxLoadTimeMs`) hls.js
+ * gets `onTimeout` as from XHR, but the transfer goes on for that long, and a load of the same
+ * path and range within it reads that transfer with the bytes already in. hls.js retries a
+ * timed-out fragment at once (`timeoutRetry.retryDelayMs` 0); asked afresh, the retry would start
+ * from its first byte at the back of whatever queue made the first attempt late (next to a Cubic
+ * download on a 3G link the queue is 10-20 s: docs/BENCHMARKS.md, fifty-fourth session). Its
+ * `stats` and the completion it reports then run from the transfer's start, so the throughput
+ * sample spans both attempts. A transfer nobody takes within the time is aborted.
+ *
  * CMCD (CTA-5004), when the site sets hls.js's `cmcd` config: hls.js's CMCDController wraps
  * this class as `pLoader`/`fLoader` and, before each `load`, rewrites the context's `url`
  * (a `CMCD=` query parameter, the default) or `headers` (`CMCD-*`, with `useHeaders: true`)
@@ -31,7 +41,7 @@
  * `cmcd` field, as dash.js's does (docs/PROTOCOL.md "CMCD"); the server logs it, and the
  * path asked for drops the query.
  */
-import { cmcdOf, failureStatus, fetchResumable, type RequestSession } from "../dash/loader.js";
+import { cmcdOf, failureStatus, type RequestSession, startTransfer, type Transfer } from "../dash/loader.js";
 
 /** hls.js's LoaderStats (hls.js src/loader/load-stats.ts), the fields this loader writes. */
 export interface HlsLoaderStats {
@@ -99,9 +109,14 @@ export interface HlsLoaderOptions {
   max_resumes: number;
   /** Called when a fragment load completes with status < 300 (the MPC's segment history). */
   onComplete?: (done: HlsLoadedFragment) => void;
+  /**
+   * How long a timed-out load's transfer goes on for a retry of the same path and range to take
+   * over (module doc), ms; 0 (the default): aborted at the deadline, as hls.js's XhrLoader does.
+   */
+  retry_takeover_ms: number;
 }
 
-export const DEFAULT_HLS_LOADER_OPTIONS: Readonly<HlsLoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3 });
+export const DEFAULT_HLS_LOADER_OPTIONS: Readonly<HlsLoaderOptions> = Object.freeze({ default_timeout_ms: 30_000, max_resumes: 3, retry_takeover_ms: 0 });
 
 /** A fresh hls.js LoadStats. */
 export function newLoadStats(): HlsLoaderStats {
@@ -128,22 +143,42 @@ export type NuwaHlsLoaderClass = new (config?: unknown) => NuwaHlsLoader;
  */
 export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, options: Partial<HlsLoaderOptions> = {}): NuwaHlsLoaderClass {
   const o = { ...DEFAULT_HLS_LOADER_OPTIONS, ...options };
+  // Transfers of timed-out loads, kept for a retry to take over (module doc): "path|range" → transfer and its end.
+  const timed_out = new Map<string, { t: Transfer; timer: ReturnType<typeof setTimeout> }>();
+  const keepTimedOut = (key: string, t: Transfer) => {
+    const old = timed_out.get(key);
+    if (old && old.t !== t) {
+      clearTimeout(old.timer);
+      old.t.ac.abort(new DOMException("timed out, replaced by a later timeout", "AbortError"));
+    }
+    const timer = setTimeout(() => {
+      if (timed_out.get(key)?.t === t) timed_out.delete(key);
+      t.ac.abort(new DOMException("timed out, no retry took it over", "AbortError"));
+    }, o.retry_takeover_ms);
+    timed_out.set(key, { t, timer });
+  };
+  const takeTimedOut = (key: string): Transfer | null => {
+    const kept = timed_out.get(key);
+    if (!kept) return null;
+    timed_out.delete(key);
+    clearTimeout(kept.timer);
+    return kept.t.failed ? null : kept.t;
+  };
   return class NuwaHlsLoaderImpl implements NuwaHlsLoader {
     context: HlsLoaderContext | null = null;
     stats: HlsLoaderStats = newLoadStats();
     private callbacks: HlsLoaderCallbacks | null = null;
-    private ac: AbortController | null = null;
+    private transfer: Transfer | null = null;
+    private key = "";
     private timer: ReturnType<typeof setTimeout> | undefined;
     private finished = false;
 
     load(context: HlsLoaderContext, config: HlsLoaderConfiguration, callbacks: HlsLoaderCallbacks): void {
       const stats = this.stats;
       if (stats.loading.start) throw new Error("Loader can only be used once."); // as hls.js's BaseLoader
-      stats.loading.start = performance.now();
+      const now = performance.now();
       this.context = context;
       this.callbacks = callbacks;
-      const ac = new AbortController();
-      this.ac = ac;
       const policy = config.loadPolicy ?? {};
       const load_ms = Number.isFinite(policy.maxLoadTimeMs) && policy.maxLoadTimeMs! > 0 ? policy.maxLoadTimeMs! : config.timeout && config.timeout > 0 ? config.timeout : o.default_timeout_ms;
       const ttfb_ms = Number.isFinite(policy.maxTimeToFirstByteMs) && policy.maxTimeToFirstByteMs! > 0 ? Math.min(policy.maxTimeToFirstByteMs!, load_ms) : load_ms;
@@ -151,24 +186,26 @@ export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, option
       const range: [number, number] | undefined = context.rangeEnd ? [context.rangeStart ?? 0, context.rangeEnd - 1] : undefined;
       const path = new URL(context.url, "http://x/").pathname;
       const cmcd = cmcdOf(context.url, context.headers);
-      fetchResumable(
-        session,
-        path,
-        range,
-        ac.signal,
-        o.max_resumes,
-        (loaded, total) => {
-          if (this.finished) return;
-          if (stats.loading.first === 0) {
-            stats.loading.first = Math.max(performance.now(), stats.loading.start);
-            this.arm(load_ms - (stats.loading.first - stats.loading.start)); // XhrLoader: the rest of maxLoadTimeMs
-          }
-          stats.loaded = loaded;
-          stats.total = total;
-        },
-        cmcd,
-      ).then(
+      this.key = `${path}|${range ? range.join("-") : ""}`;
+      // a retry of a load that timed out reads the transfer it left (module doc), timed from that transfer's start
+      const kept = o.retry_takeover_ms > 0 ? takeTimedOut(this.key) : null;
+      const t = kept ?? startTransfer(session, path, range, o.max_resumes, cmcd);
+      this.transfer = t;
+      stats.loading.start = kept ? Math.min(t.started_ms, now) : now;
+      const onData = (loaded: number, total: number) => {
+        if (this.finished) return;
+        if (stats.loading.first === 0) {
+          stats.loading.first = Math.max(Number.isFinite(t.first_byte_ms) ? t.first_byte_ms : performance.now(), stats.loading.start);
+          this.arm(load_ms - (performance.now() - now)); // XhrLoader: the rest of maxLoadTimeMs (this load's own)
+        }
+        stats.loaded = loaded;
+        stats.total = total;
+      };
+      t.listeners.add(onData);
+      if (t.loaded > 0) onData(t.loaded, t.total); // taken over with bytes already in
+      t.result.then(
         (r) => {
+          t.listeners.delete(onData);
           if (this.finished) return;
           const cb = this.finish();
           if (r.head.status >= 300) {
@@ -186,6 +223,7 @@ export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, option
           cb?.onSuccess({ url: context.url, data, code: r.head.status }, stats, context, null);
         },
         (e: unknown) => {
+          t.listeners.delete(onData);
           if (this.finished) return;
           const cb = this.finish();
           const f = failureStatus(e);
@@ -194,38 +232,43 @@ export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, option
       );
     }
 
-    /** (Re)arm the deadline: on expiry the load stops and hls.js gets `onTimeout`. */
+    /** (Re)arm the deadline: on expiry the load stops and hls.js gets `onTimeout`; the transfer is kept for a retry when `retry_takeover_ms` is set. */
     private arm(ms: number): void {
       clearTimeout(this.timer);
       this.timer = setTimeout(
         () => {
           if (this.finished) return;
-          const cb = this.finish(true);
+          const cb = this.finish(o.retry_takeover_ms > 0 ? "timeout" : "abort");
           cb?.onTimeout(this.stats, this.context as HlsLoaderContext, null);
         },
         Math.max(0, ms),
       );
     }
 
-    /** Stop the load once; `cancel` aborts the request (marks `stats.aborted`). Returns the callbacks to answer with. */
-    private finish(cancel = false): HlsLoaderCallbacks | null {
+    /**
+     * Stop the load once: `abort` aborts its transfer, `timeout` keeps it for a retry to take over
+     * (module doc); both mark `stats.aborted`. Returns the callbacks to answer with.
+     */
+    private finish(cancel?: "abort" | "timeout"): HlsLoaderCallbacks | null {
       this.finished = true;
       clearTimeout(this.timer);
       if (cancel) {
         this.stats.aborted = true;
-        this.ac?.abort(new DOMException("aborted by hls.js", "AbortError"));
+        const t = this.transfer;
+        if (t && cancel === "timeout" && !t.failed) keepTimedOut(this.key, t);
+        else t?.ac.abort(new DOMException("aborted by hls.js", "AbortError"));
       }
       return this.callbacks;
     }
 
     abort(): void {
       if (this.finished || !this.context) return;
-      const cb = this.finish(true);
+      const cb = this.finish("abort");
       cb?.onAbort?.(this.stats, this.context, null);
     }
 
     destroy(): void {
-      if (!this.finished && this.context) this.finish(true);
+      if (!this.finished && this.context) this.finish("abort");
       this.callbacks = null;
       this.context = null;
     }
