@@ -313,6 +313,24 @@ describe("NuwaLoader → dash.js", () => {
     expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(21_000);
   });
 
+  it("dash.js's reset lets a kept timed-out transfer go at once", async () => {
+    vi.useFakeTimers();
+    let signal: AbortSignal | undefined;
+    const s = fakeSession([
+      (_r, o) => {
+        signal = o.signal;
+        return new Promise(() => {});
+      },
+    ]);
+    const loader = makeNuwaLoader(async () => s)() as { load: (a: CommonMediaRequest, b: CommonMediaResponse) => boolean; reset: () => void };
+    const a = dashRequest("https://h:1/v/seg-23.m4s", { timeout: 1_000 });
+    loader.load(a.req, a.res);
+    await vi.advanceTimersByTimeAsync(1_001);
+    expect(signal!.aborted).toBe(false); // kept for a retry
+    loader.reset();
+    expect(signal!.aborted).toBe(true);
+  });
+
   it("a retry takes over only the same path and range; another request is asked afresh", async () => {
     vi.useFakeTimers();
     const signals: AbortSignal[] = [];

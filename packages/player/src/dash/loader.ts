@@ -673,6 +673,11 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       }
       for (const a of [...inflight.values()]) a();
       for (const m of [...ahead.keys()]) dropAhead(m);
+      for (const kept of timed_out.values()) {
+        clearTimeout(kept.timer);
+        kept.t.ac.abort(new DOMException("loader reset", "AbortError")); // no retry will come
+      }
+      timed_out.clear();
     }
     return { load, abort, reset: () => abort(), resetInitialSettings: () => abort(), getXhr: () => null };
   };
