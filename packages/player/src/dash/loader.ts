@@ -391,6 +391,54 @@ export function startTransfer(session: () => Promise<RequestSession>, path: stri
 }
 
 /**
+ * Transfers of timed-out requests, kept `keep_ms` for a retry of the same path and range to take
+ * over (the dash.js and hls.js loaders' retry takeover; module doc). Each kept transfer is aborted
+ * with the reason it was kept with when nobody takes it in time, when another transfer is kept
+ * under its key, or on `clear`.
+ */
+export class TimedOutTransfers {
+  private readonly kept = new Map<string, { t: Transfer; timer: ReturnType<typeof setTimeout> }>();
+  constructor(private readonly keep_ms: number) {}
+
+  /** The key of a request: its path and byte range (both ends inclusive), if any. */
+  static key(path: string, range: [number, number] | undefined): string {
+    return `${path}|${range ? range.join("-") : ""}`;
+  }
+
+  /** Keep `t` under `key` for a retry; aborted with `reason` if none takes it within `keep_ms`. */
+  keep(key: string, t: Transfer, reason: unknown): void {
+    const old = this.kept.get(key);
+    if (old && old.t !== t) {
+      clearTimeout(old.timer);
+      old.t.ac.abort(reason);
+    }
+    const timer = setTimeout(() => {
+      if (this.kept.get(key)?.t === t) this.kept.delete(key);
+      t.ac.abort(reason);
+    }, this.keep_ms);
+    this.kept.set(key, { t, timer });
+  }
+
+  /** The transfer kept under `key`, now the caller's, or null (none, or it failed meanwhile). */
+  take(key: string): Transfer | null {
+    const k = this.kept.get(key);
+    if (!k) return null;
+    this.kept.delete(key);
+    clearTimeout(k.timer);
+    return k.t.failed ? null : k.t;
+  }
+
+  /** Abort every kept transfer (no retry will come). */
+  clear(reason: unknown): void {
+    for (const k of this.kept.values()) {
+      clearTimeout(k.timer);
+      k.t.ac.abort(reason);
+    }
+    this.kept.clear();
+  }
+}
+
+/**
  * Make the loader function dash.js instantiates (FactoryMaker calls it with
  * `this = { context }`).
  * @param session the session every request goes over: the open one, or the next one while reconnecting (rejects if none can be had)
@@ -402,27 +450,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
   const ahead = new Map<string, Ahead[]>(); // media type → its segments fetched ahead
   const last_complete_ms = new Map<string, number>(); // per media type: the previous segment's completion
   const inits = new Map<string, Transfer>(); // init segments prefetched (initPrefetch): path → its transfer, kept for every request
-  // Transfers of timed-out requests, kept for a retry to take over (module doc): "path|range" → transfer and its end.
-  const timed_out = new Map<string, { t: Transfer; timer: ReturnType<typeof setTimeout> }>();
-  const keepTimedOut = (key: string, t: Transfer, deadline: Deadline) => {
-    const old = timed_out.get(key);
-    if (old && old.t !== t) {
-      clearTimeout(old.timer);
-      old.t.ac.abort(deadline);
-    }
-    const timer = setTimeout(() => {
-      if (timed_out.get(key)?.t === t) timed_out.delete(key);
-      t.ac.abort(deadline);
-    }, o.retry_takeover_ms);
-    timed_out.set(key, { t, timer });
-  };
-  const takeTimedOut = (key: string): Transfer | null => {
-    const kept = timed_out.get(key);
-    if (!kept) return null;
-    timed_out.delete(key);
-    clearTimeout(kept.timer);
-    return kept.t.failed ? null : kept.t;
-  };
+  const timed_out = new TimedOutTransfers(o.retry_takeover_ms); // kept for a retry to take over (module doc)
   /** Fetch the init segments the MPD names (initPrefetch), replacing those of an earlier MPD. */
   const prefetchInits = (paths: readonly string[]) => {
     for (const t of inits.values()) if (!Number.isFinite(t.done_ms)) t.ac.abort(new DOMException("init prefetch replaced by a new MPD", "AbortError"));
@@ -523,7 +551,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         if (finished) return;
         finish();
         if (!shared && transfer) {
-          if (o.retry_takeover_ms > 0 && !transfer.failed) keepTimedOut(transfer_key, transfer, new Deadline(timeout_ms)); // a retry may take it over
+          if (o.retry_takeover_ms > 0 && !transfer.failed) timed_out.keep(transfer_key, transfer, new Deadline(timeout_ms)); // a retry may take it over
           else transfer.ac.abort(new Deadline(timeout_ms));
         }
         res.url = req.url;
@@ -548,7 +576,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
         return true;
       }
       const cmcd = cmcdOf(req.url, req.headers);
-      const transfer_key = `${url.pathname}|${range ? range.join("-") : ""}`;
+      const transfer_key = TimedOutTransfers.key(url.pathname, range);
       // One progress event per chunk read: onData runs once per DATA frame, synchronously for
       // all frames of one reader.read() (session.ts), so a microtask queued at the burst's first
       // frame runs after its last one and before the next chunk is parsed.
@@ -581,7 +609,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       }
       shared = prefetched !== null;
       // a retry of a request that timed out reads the transfer it left (module doc)
-      const resumed = taken || prefetched ? null : takeTimedOut(transfer_key);
+      const resumed = taken || prefetched ? null : timed_out.take(transfer_key);
       const t = taken ?? prefetched ?? resumed ?? startTransfer(session, url.pathname, range, o.max_resumes, cmcd);
       transfer = t;
       let asked_ahead = !whole_segment || !o.fetchAhead;
@@ -673,11 +701,7 @@ export function makeNuwaLoader(session: () => Promise<RequestSession>, options: 
       }
       for (const a of [...inflight.values()]) a();
       for (const m of [...ahead.keys()]) dropAhead(m);
-      for (const kept of timed_out.values()) {
-        clearTimeout(kept.timer);
-        kept.t.ac.abort(new DOMException("loader reset", "AbortError")); // no retry will come
-      }
-      timed_out.clear();
+      timed_out.clear(new DOMException("loader reset", "AbortError")); // no retry will come
     }
     return { load, abort, reset: () => abort(), resetInitialSettings: () => abort(), getXhr: () => null };
   };

@@ -41,7 +41,7 @@
  * `cmcd` field, as dash.js's does (docs/PROTOCOL.md "CMCD"); the server logs it, and the
  * path asked for drops the query.
  */
-import { cmcdOf, failureStatus, type RequestSession, startTransfer, type Transfer } from "../dash/loader.js";
+import { cmcdOf, failureStatus, type RequestSession, startTransfer, TimedOutTransfers, type Transfer } from "../dash/loader.js";
 
 /** hls.js's LoaderStats (hls.js src/loader/load-stats.ts), the fields this loader writes. */
 export interface HlsLoaderStats {
@@ -143,27 +143,7 @@ export type NuwaHlsLoaderClass = new (config?: unknown) => NuwaHlsLoader;
  */
 export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, options: Partial<HlsLoaderOptions> = {}): NuwaHlsLoaderClass {
   const o = { ...DEFAULT_HLS_LOADER_OPTIONS, ...options };
-  // Transfers of timed-out loads, kept for a retry to take over (module doc): "path|range" → transfer and its end.
-  const timed_out = new Map<string, { t: Transfer; timer: ReturnType<typeof setTimeout> }>();
-  const keepTimedOut = (key: string, t: Transfer) => {
-    const old = timed_out.get(key);
-    if (old && old.t !== t) {
-      clearTimeout(old.timer);
-      old.t.ac.abort(new DOMException("timed out, replaced by a later timeout", "AbortError"));
-    }
-    const timer = setTimeout(() => {
-      if (timed_out.get(key)?.t === t) timed_out.delete(key);
-      t.ac.abort(new DOMException("timed out, no retry took it over", "AbortError"));
-    }, o.retry_takeover_ms);
-    timed_out.set(key, { t, timer });
-  };
-  const takeTimedOut = (key: string): Transfer | null => {
-    const kept = timed_out.get(key);
-    if (!kept) return null;
-    timed_out.delete(key);
-    clearTimeout(kept.timer);
-    return kept.t.failed ? null : kept.t;
-  };
+  const timed_out = new TimedOutTransfers(o.retry_takeover_ms); // kept for a retry to take over (module doc)
   return class NuwaHlsLoaderImpl implements NuwaHlsLoader {
     context: HlsLoaderContext | null = null;
     stats: HlsLoaderStats = newLoadStats();
@@ -186,9 +166,9 @@ export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, option
       const range: [number, number] | undefined = context.rangeEnd ? [context.rangeStart ?? 0, context.rangeEnd - 1] : undefined;
       const path = new URL(context.url, "http://x/").pathname;
       const cmcd = cmcdOf(context.url, context.headers);
-      this.key = `${path}|${range ? range.join("-") : ""}`;
+      this.key = TimedOutTransfers.key(path, range);
       // a retry of a load that timed out reads the transfer it left (module doc), timed from that transfer's start
-      const kept = o.retry_takeover_ms > 0 ? takeTimedOut(this.key) : null;
+      const kept = o.retry_takeover_ms > 0 ? timed_out.take(this.key) : null;
       const t = kept ?? startTransfer(session, path, range, o.max_resumes, cmcd);
       this.transfer = t;
       stats.loading.start = kept ? Math.min(t.started_ms, now) : now;
@@ -255,7 +235,7 @@ export function makeNuwaHlsLoader(session: () => Promise<RequestSession>, option
       if (cancel) {
         this.stats.aborted = true;
         const t = this.transfer;
-        if (t && cancel === "timeout" && !t.failed) keepTimedOut(this.key, t);
+        if (t && cancel === "timeout" && !t.failed) timed_out.keep(this.key, t, new DOMException("timed out, no retry took it over", "AbortError"));
         else t?.ac.abort(new DOMException("aborted by hls.js", "AbortError"));
       }
       return this.callbacks;
