@@ -26,6 +26,7 @@ from nuwa_lab.dashgen import (
     ffmpeg_version,
     find_ffmpeg,
 )
+from nuwa_lab.dashgen.cts import video_edit_delay
 
 NS = {"m": dashgen.MPD_NS}
 DURATION_S = 8
@@ -136,7 +137,37 @@ def test_video_segments_are_2s_and_start_with_keyframe(built: ContentInfo, tmp_p
             assert len(packets) == 2 * fps, (rep.id, n)
             assert packets[0][1].startswith("K"), (rep.id, n)
             assert sum(p[1].startswith("K") for p in packets) == 1
-            assert float(packets[0][0]) == pytest.approx(2.0 * (n - 1), abs=1e-3)
+            # the keyframe presents at the nominal start in the samples themselves (tfdt, and a
+            # composition offset of 0 after cts.py's rebase), as Chromium and hls.js read them;
+            # ffprobe's own PTS adds back the B-frames' negative offsets (its dts_shift)
+            seg = (built.dir / dashgen.segment_name(rep.id, n)).read_bytes()
+            decode_start, first_cto, timescale = _first_sample_times(init, seg)
+            assert decode_start / timescale == pytest.approx(2.0 * (n - 1), abs=1e-3)
+            assert first_cto == 0, (rep.id, n)
+        assert video_edit_delay(init) == 0  # no edit list shifting the presentation
+
+
+def _first_sample_times(init: bytes, seg: bytes) -> tuple[int, int, int]:
+    """(tfdt, the first sample's composition offset, the video timescale) of a segment."""
+    import struct
+
+    from nuwa_lab.dashgen.cts import _boxes
+
+    ibuf = bytearray(init)
+    timescale = next(struct.unpack_from(">I", ibuf, p + 12)[0]
+                     for t, _s, p, _e in _boxes(ibuf, 0, len(ibuf)) if t == b"mdhd")
+    buf = bytearray(seg)
+    tfdt = cto = None
+    for typ, _s, p, _e in _boxes(buf, 0, len(buf)):
+        if typ == b"tfdt":
+            tfdt = int.from_bytes(buf[p + 4 : p + (12 if buf[p] == 1 else 8)], "big")
+        elif typ == b"trun":
+            flags = int.from_bytes(buf[p + 1 : p + 4], "big")
+            q = p + 8 + (4 if flags & 0x1 else 0) + (4 if flags & 0x4 else 0)
+            q += 4 * sum(1 for bit in (0x100, 0x200, 0x400) if flags & bit)
+            cto = struct.unpack_from(">i" if buf[p] == 1 else ">I", buf, q)[0]
+    assert tfdt is not None and cto is not None
+    return tfdt, cto, timescale
 
 
 @needs_ffmpeg

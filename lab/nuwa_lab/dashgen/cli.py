@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .content import ensure_content
 from .hls import write_hls
-from .params import DEFAULT_LADDER, DashGenError, Rung
+from .params import CTS_OFFSETS, DEFAULT_LADDER, DashGenError, Rung
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,6 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also write HLS playlists over the same segments (master.m3u8; hls.py)",
     )
+    ap.add_argument(
+        "--cts-offsets",
+        choices=sorted(CTS_OFFSETS),
+        default=os.environ.get("NUWA_DASHGEN_CTS_OFFSETS", "negative"),
+        help="how the B-frame delay is written (default negative; $NUWA_DASHGEN_CTS_OFFSETS "
+        "sets it for every run that makes its content, e.g. ./nuwa play: an A/B's knob)",
+    )
     ns = ap.parse_args(argv)
 
     ladder: tuple[Rung, ...] = DEFAULT_LADDER
@@ -60,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ns.duration,
             ladder=ladder,
             preset=ns.preset,
+            cts_offsets=ns.cts_offsets,
             ffmpeg=ns.ffmpeg,
             progress=None if ns.quiet else report,
         )

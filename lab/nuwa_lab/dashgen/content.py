@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cts import rebase_representation
 from .ffmpeg import ffmpeg_args, ffmpeg_version, find_ffmpeg, run_ffmpeg
-from .mpd import INIT_TEMPLATE, MEDIA_TEMPLATE, MPD_NAME, rewrite_mpd
+from .mpd import INIT_TEMPLATE, MEDIA_TEMPLATE, MPD_NAME, init_name, rewrite_mpd, segment_name
 from .params import DEFAULT_LADDER, DashGenError, Rung, content_params
 from .segments import Representation, check_representations, collect_representations
 
@@ -149,6 +150,7 @@ def ensure_content(
     noise_strength: int = 18,
     vbv: bool = False,
     preroll_s: int = 4,
+    cts_offsets: str = "negative",
     bitrate_tolerance: float | None = 0.25,
     ffmpeg: str | None = None,
     progress: Callable[[float, float], None] | None = None,
@@ -177,6 +179,8 @@ def ensure_content(
             not bit-exact run to run unless ``x264_threads=1``.
         preroll_s: seconds encoded first and dropped, so ABR has settled
             when the presentation starts; a multiple of ``segment_duration_s``.
+        cts_offsets: how the B-frame reordering delay is written
+            (:data:`.params.CTS_OFFSETS`: ``negative``, the default, or ``edit_list``).
         bitrate_tolerance: fail a fresh build when a video representation's
             achieved mean bitrate is off its nominal one by more than this
             fraction; None skips the check.
@@ -203,6 +207,7 @@ def ensure_content(
         noise_strength=noise_strength,
         vbv=vbv,
         preroll_s=preroll_s,
+        cts_offsets=cts_offsets,
     )
     exe = find_ffmpeg(ffmpeg)
     version = ffmpeg_version(exe)
@@ -229,6 +234,15 @@ def ensure_content(
             build_s = round(time.monotonic() - t0, 3)
             root = rewrite_mpd(tmp / MPD_NAME)
             reps = collect_representations(root, tmp, params)
+            if params.get("cts_offsets", "edit_list") == "negative":
+                for r in reps:  # cts.py: video only; sizes do not change
+                    try:
+                        rebase_representation(tmp / init_name(r.id), [
+                            tmp / segment_name(r.id, n) for n in range(1, r.segment_count + 1)])
+                    except ValueError as exc:
+                        raise DashGenError(
+                            f"representation {r.id}: composition offsets not rewritable: {exc}"
+                        ) from exc
             check_representations(reps, params, bitrate_tolerance)
             data = {
                 "key": key,

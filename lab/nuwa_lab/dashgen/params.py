@@ -35,6 +35,23 @@ DEFAULT_LADDER: tuple[Rung, ...] = (
 )
 
 
+CTS_OFFSETS: dict[str, str] = {
+    "negative": (
+        "composition offsets signed (trun version 1, ffmpeg movflags negative_cts_offsets): "
+        "every player reads the same presentation times from the samples themselves"
+    ),
+    "edit_list": (
+        "ffmpeg's default: offsets from 0 up and an edit list (elst media_time = the "
+        "reordering delay) that shifts the presentation back; Chromium applies it, hls.js "
+        "1.7 does not (its fragment times run one delay late, and on a switch to a level it "
+        "had loaded before it can ask again for the position just buffered); the content "
+        "before the fifty-fifth session"
+    ),
+}
+"""How the video's B-frame reordering delay is written into the fMP4 segments (content_params's
+``cts_offsets``); the default is ``negative`` (docs/CONTENT.md "Composition offsets")."""
+
+
 class DashGenError(RuntimeError):
     """Content could not be generated: ffmpeg missing or failing, bad parameters,
     or output that fails the checks (missing segments, bitrate off nominal)."""
@@ -52,6 +69,7 @@ def content_params(
     noise_strength: int = 18,
     vbv: bool = False,
     preroll_s: int = 4,
+    cts_offsets: str = "negative",
 ) -> dict[str, Any]:
     """Validated, canonical parameter dict (the cache key input, minus ffmpeg).
 
@@ -64,7 +82,8 @@ def content_params(
     (ffmpeg ``noise`` filter); ``vbv`` adds ``maxrate`` 1.5× / ``bufsize`` 2×
     nominal (not bit-exact with ``x264_threads > 1``); ``preroll_s`` seconds
     encoded and dropped before the kept part, a multiple of
-    ``segment_duration_s`` (0 = none).
+    ``segment_duration_s`` (0 = none); ``cts_offsets`` how the video's
+    B-frame reordering delay is written (:data:`CTS_OFFSETS`).
 
     Raises:
         DashGenError: a parameter out of range.
@@ -97,7 +116,9 @@ def content_params(
         raise DashGenError(f"preroll_s must be a multiple of segment_duration_s, got {preroll_s}")
     if not 0 <= noise_strength <= 100:
         raise DashGenError(f"noise_strength must be in 0..100, got {noise_strength}")
-    return {
+    if cts_offsets not in CTS_OFFSETS:
+        raise DashGenError(f"cts_offsets must be one of {sorted(CTS_OFFSETS)}, got {cts_offsets!r}")
+    params: dict[str, Any] = {
         "generator_version": GENERATOR_VERSION,
         "duration_s": int(duration_s),
         "segment_duration_s": int(segment_duration_s),
@@ -110,3 +131,7 @@ def content_params(
         "vbv": bool(vbv),
         "preroll_s": int(preroll_s),
     }
+    if cts_offsets != "edit_list":
+        # absent for "edit_list", so that content made before the choice existed keeps its key
+        params["cts_offsets"] = cts_offsets
+    return params

@@ -1,0 +1,142 @@
+"""Composition offsets without an edit list (params.CTS_OFFSETS ``negative``).
+
+x264 with B-frames delays presentation behind decoding by the reordering delay D: ffmpeg 5.1
+writes every sample's composition offset (PTS − DTS) as 0 … up, so the first frame shows at
+DTS + D, and adds an edit list (``elst`` media_time = D) that shifts the presentation back to
+the segment's nominal start (ISO/IEC 14496-12 §8.6.6). Chromium's MSE applies that edit list;
+hls.js 1.7 does not (it reads the samples' own times), so every video fragment it has parsed
+starts D late in its tables (…, 20.0833, 22.0833 s) while the buffer ends on the nominal times
+(22.0000). On a switch to a level it had parsed before, hls.js looks up the buffer's end in
+that level's table, finds it inside the fragment just buffered, and loads the same position
+again (docs/BENCHMARKS.md, fifty-fifth session; hls.js issue #2468 describes the family).
+ffmpeg 5.1's ``movflags negative_cts_offsets`` writes ``trun`` version 1 but keeps the offsets
+from 0 up and drops the edit list's shift, so the whole presentation moves D late instead.
+
+This module rewrites the fragments as CMAF writes them when it avoids edit lists: ``trun``
+version 1, signed offsets, each decreased by D, and the edit list's media_time set to 0, so the
+first frame's PTS equals its DTS (the segment's nominal start) in the samples themselves and
+every player reads the same times. Sample sizes and data offsets do not move (version 1 has
+the same field widths); ``sidx`` earliest_presentation_time already holds the nominal start.
+Only video tracks (``hdlr`` ``vide``) are changed; audio keeps its priming edit list.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+_CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts", b"moof", b"traf"}
+
+
+def _boxes(buf: bytearray, start: int, end: int) -> Iterator[tuple[bytes, int, int, int]]:
+    """(type, box start, payload start, box end) of the boxes in buf[start:end], depth-first
+    through the container boxes this module needs.
+
+    Raises:
+        ValueError: a box whose size runs past its parent or is smaller than its header.
+    """
+    off = start
+    while off + 8 <= end:
+        size, typ = struct.unpack_from(">I4s", buf, off)
+        header = 8
+        if size == 1:
+            size = struct.unpack_from(">Q", buf, off + 8)[0]
+            header = 16
+        elif size == 0:
+            size = end - off
+        if size < header or off + size > end:
+            raise ValueError(f"box {typ!r} at {off}: size {size} outside its parent")
+        yield typ, off, off + header, off + size
+        if typ in _CONTAINERS:
+            yield from _boxes(buf, off + header, off + size)
+        off += size
+
+
+def video_edit_delay(init: bytes) -> int:
+    """The edit list's media_time of the init segment's video track, in the track's timescale
+    units (0 when the track has no edit list or is not video).
+
+    Raises:
+        ValueError: a malformed box tree, or an edit list with more than one entry (an edit
+            list this module does not rewrite).
+    """
+    buf = bytearray(init)
+    is_video = False
+    media_time = 0
+    for typ, _start, payload, end in _boxes(buf, 0, len(buf)):
+        if typ == b"hdlr" and payload + 12 <= end:
+            is_video = bytes(buf[payload + 8 : payload + 12]) == b"vide"
+        elif typ == b"elst":
+            version = buf[payload]
+            (entries,) = struct.unpack_from(">I", buf, payload + 4)
+            if entries != 1:
+                raise ValueError(f"elst with {entries} entries")
+            media_time = struct.unpack_from(">q" if version == 1 else ">i", buf,
+                                            payload + (16 if version == 1 else 12))[0]
+    return media_time if is_video else 0
+
+
+def rebase_init(init: bytes) -> bytes:
+    """The init segment with its (single-entry) edit list's media_time set to 0: the
+    presentation is no longer shifted (the fragments carry the shift instead, rebase_fragment).
+
+    Raises:
+        ValueError: as :func:`video_edit_delay`.
+    """
+    buf = bytearray(init)
+    for typ, _start, payload, _end in _boxes(buf, 0, len(buf)):
+        if typ == b"elst":
+            version = buf[payload]
+            struct.pack_into(">q" if version == 1 else ">i", buf,
+                             payload + (16 if version == 1 else 12), 0)
+    return bytes(buf)
+
+
+def rebase_fragment(segment: bytes, delay: int) -> bytes:
+    """A media segment whose ``trun`` composition offsets are lowered by ``delay`` (timescale
+    units) and written signed (version 1, ISO/IEC 14496-12 §8.8.8.2).
+
+    Raises:
+        ValueError: a malformed box tree, a ``trun`` that carries no composition offsets while
+            ``delay`` > 0, or a ``trun`` shorter than its sample count says.
+    """
+    buf = bytearray(segment)
+    if delay == 0:
+        return bytes(buf)
+    for typ, _start, payload, end in _boxes(buf, 0, len(buf)):
+        if typ != b"trun":
+            continue
+        flags = int.from_bytes(buf[payload + 1 : payload + 4], "big")
+        if not flags & 0x800:
+            raise ValueError("trun without composition offsets in a track with an edit delay")
+        (count,) = struct.unpack_from(">I", buf, payload + 4)
+        p = payload + 8 + (4 if flags & 0x1 else 0) + (4 if flags & 0x4 else 0)
+        per_sample = 4 * sum(1 for bit in (0x100, 0x200, 0x400, 0x800) if flags & bit)
+        cto_at = 4 * sum(1 for bit in (0x100, 0x200, 0x400) if flags & bit)
+        if p + count * per_sample > end:
+            raise ValueError(f"trun of {count} samples runs past its box")
+        signed = buf[payload] == 1
+        for i in range(count):
+            at = p + i * per_sample + cto_at
+            cto = struct.unpack_from(">i" if signed else ">I", buf, at)[0]
+            struct.pack_into(">i", buf, at, cto - delay)
+        buf[payload] = 1
+    return bytes(buf)
+
+
+def rebase_representation(init_path: Path, segment_paths: Iterable[Path]) -> int:
+    """Rewrite one representation's files in place (module doc). Returns the delay removed,
+    timescale units (0: not video or no edit delay, nothing written).
+
+    Raises:
+        ValueError: as :func:`video_edit_delay` and :func:`rebase_fragment`.
+    """
+    init = init_path.read_bytes()
+    delay = video_edit_delay(init)
+    if delay <= 0:
+        return 0
+    for seg in segment_paths:
+        seg.write_bytes(rebase_fragment(seg.read_bytes(), delay))
+    init_path.write_bytes(rebase_init(init))
+    return delay
