@@ -151,14 +151,14 @@ def _first_sample_times(init: bytes, seg: bytes) -> tuple[int, int, int]:
     """(tfdt, the first sample's composition offset, the video timescale) of a segment."""
     import struct
 
-    from nuwa_lab.dashgen.cts import _boxes
+    from nuwa_lab.dashgen.boxes import iter_boxes
 
-    ibuf = bytearray(init)
-    timescale = next(struct.unpack_from(">I", ibuf, p + 12)[0]
-                     for t, _s, p, _e in _boxes(ibuf, 0, len(ibuf)) if t == b"mdhd")
+    into = frozenset({b"moov", b"trak", b"mdia", b"moof", b"traf"})
+    timescale = next(struct.unpack_from(">I", init, p + 12)[0]
+                     for t, _s, p, _e in iter_boxes(init, into=into) if t == b"mdhd")
     buf = bytearray(seg)
     tfdt = cto = None
-    for typ, _s, p, _e in _boxes(buf, 0, len(buf)):
+    for typ, _s, p, _e in iter_boxes(buf, into=into):
         if typ == b"tfdt":
             tfdt = int.from_bytes(buf[p + 4 : p + (12 if buf[p] == 1 else 8)], "big")
         elif typ == b"trun":

@@ -26,31 +26,14 @@ import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-_CONTAINERS = {b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts", b"moof", b"traf"}
+from .boxes import iter_boxes
+
+_CONTAINERS = frozenset({b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts", b"moof", b"traf"})
 
 
 def _boxes(buf: bytearray, start: int, end: int) -> Iterator[tuple[bytes, int, int, int]]:
-    """(type, box start, payload start, box end) of the boxes in buf[start:end], depth-first
-    through the container boxes this module needs.
-
-    Raises:
-        ValueError: a box whose size runs past its parent or is smaller than its header.
-    """
-    off = start
-    while off + 8 <= end:
-        size, typ = struct.unpack_from(">I4s", buf, off)
-        header = 8
-        if size == 1:
-            size = struct.unpack_from(">Q", buf, off + 8)[0]
-            header = 16
-        elif size == 0:
-            size = end - off
-        if size < header or off + size > end:
-            raise ValueError(f"box {typ!r} at {off}: size {size} outside its parent")
-        yield typ, off, off + header, off + size
-        if typ in _CONTAINERS:
-            yield from _boxes(buf, off + header, off + size)
-        off += size
+    """:func:`.boxes.iter_boxes` through the containers this module reads."""
+    return iter_boxes(buf, start, end, _CONTAINERS)
 
 
 def video_edit_delay(init: bytes) -> int:

@@ -34,6 +34,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from .boxes import iter_boxes
 from .content import _locked
 from .ffmpeg import ffmpeg_version, find_ffmpeg, run_ffmpeg
 from .params import DashGenError
@@ -116,28 +117,16 @@ def layouts_key(params: dict[str, Any], version_text: str) -> str:
 
 def top_level_boxes(data: bytes) -> list[tuple[str, int, int]]:
     """ISO BMFF top-level boxes of ``data`` as (type, offset, size) (ISO/IEC 14496-12 §4.2:
-    32-bit size, or 1 then a 64-bit size; 0 = to the end).
+    32-bit size, or 1 then a 64-bit size; 0 = to the end; :func:`.boxes.iter_boxes`).
 
     Raises:
         DashGenError: a box that runs past the end or is shorter than its header.
     """
-    out: list[tuple[str, int, int]] = []
-    off = 0
-    while off + 8 <= len(data):
-        size, typ = struct.unpack(">I4s", data[off:off + 8])
-        header = 8
-        if size == 1:
-            if off + 16 > len(data):
-                raise DashGenError(f"box at {off}: truncated 64-bit size")
-            size = struct.unpack(">Q", data[off + 8:off + 16])[0]
-            header = 16
-        elif size == 0:
-            size = len(data) - off
-        if size < header or off + size > len(data):
-            raise DashGenError(f"box {typ!r} at {off}: size {size} runs past {len(data)} bytes")
-        out.append((typ.decode("latin-1"), off, size))
-        off += size
-    return out
+    try:
+        return [(typ.decode("latin-1"), off, box_end - off)
+                for typ, off, _payload, box_end in iter_boxes(data)]
+    except ValueError as exc:
+        raise DashGenError(str(exc)) from exc
 
 
 def parse_sidx(box: bytes) -> dict[str, Any]:
