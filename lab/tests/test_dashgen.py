@@ -152,20 +152,17 @@ def _first_sample_times(init: bytes, seg: bytes) -> tuple[int, int, int]:
     import struct
 
     from nuwa_lab.dashgen.boxes import iter_boxes
+    from nuwa_lab.dashgen.cts import composition_offsets
 
     into = frozenset({b"moov", b"trak", b"mdia", b"moof", b"traf"})
     timescale = next(struct.unpack_from(">I", init, p + 12)[0]
                      for t, _s, p, _e in iter_boxes(init, into=into) if t == b"mdhd")
     buf = bytearray(seg)
-    tfdt = cto = None
+    tfdt = None
     for typ, _s, p, _e in iter_boxes(buf, into=into):
         if typ == b"tfdt":
             tfdt = int.from_bytes(buf[p + 4 : p + (12 if buf[p] == 1 else 8)], "big")
-        elif typ == b"trun":
-            flags = int.from_bytes(buf[p + 1 : p + 4], "big")
-            q = p + 8 + (4 if flags & 0x1 else 0) + (4 if flags & 0x4 else 0)
-            q += 4 * sum(1 for bit in (0x100, 0x200, 0x400) if flags & bit)
-            cto = struct.unpack_from(">i" if buf[p] == 1 else ">I", buf, q)[0]
+    cto = composition_offsets(seg)[0]
     assert tfdt is not None and cto is not None
     return tfdt, cto, timescale
 

@@ -76,23 +76,20 @@ def rebase_init(init: bytes) -> bytes:
     return bytes(buf)
 
 
-def rebase_fragment(segment: bytes, delay: int) -> bytes:
-    """A media segment whose ``trun`` composition offsets are lowered by ``delay`` (timescale
-    units) and written signed (version 1, ISO/IEC 14496-12 §8.8.8.2).
+def _cto_fields(buf: bytearray) -> Iterator[tuple[int, bool]]:
+    """(byte offset, signed) of every sample's composition offset in the segment's ``trun``
+    boxes (ISO/IEC 14496-12 §8.8.8: version 1 signed, version 0 unsigned).
 
     Raises:
-        ValueError: a malformed box tree, a ``trun`` that carries no composition offsets while
-            ``delay`` > 0, or a ``trun`` shorter than its sample count says.
+        ValueError: a malformed box tree, a ``trun`` without composition offsets, or one
+            shorter than its sample count says.
     """
-    buf = bytearray(segment)
-    if delay == 0:
-        return bytes(buf)
     for typ, _start, payload, end in _boxes(buf, 0, len(buf)):
         if typ != b"trun":
             continue
         flags = int.from_bytes(buf[payload + 1 : payload + 4], "big")
         if not flags & 0x800:
-            raise ValueError("trun without composition offsets in a track with an edit delay")
+            raise ValueError("trun without composition offsets")
         (count,) = struct.unpack_from(">I", buf, payload + 4)
         p = payload + 8 + (4 if flags & 0x1 else 0) + (4 if flags & 0x4 else 0)
         per_sample = 4 * sum(1 for bit in (0x100, 0x200, 0x400, 0x800) if flags & bit)
@@ -101,10 +98,38 @@ def rebase_fragment(segment: bytes, delay: int) -> bytes:
             raise ValueError(f"trun of {count} samples runs past its box")
         signed = buf[payload] == 1
         for i in range(count):
-            at = p + i * per_sample + cto_at
-            cto = struct.unpack_from(">i" if signed else ">I", buf, at)[0]
-            struct.pack_into(">i", buf, at, cto - delay)
-        buf[payload] = 1
+            yield p + i * per_sample + cto_at, signed
+
+
+def composition_offsets(segment: bytes) -> list[int]:
+    """Every sample's composition offset (PTS − DTS, timescale units) in the segment's ``trun``
+    boxes, in file order.
+
+    Raises:
+        ValueError: as :func:`_cto_fields`.
+    """
+    buf = bytearray(segment)
+    return [struct.unpack_from(">i" if signed else ">I", buf, at)[0]
+            for at, signed in _cto_fields(buf)]
+
+
+def rebase_fragment(segment: bytes, delay: int) -> bytes:
+    """A media segment whose ``trun`` composition offsets are lowered by ``delay`` (timescale
+    units) and written signed (version 1, ISO/IEC 14496-12 §8.8.8.2).
+
+    Raises:
+        ValueError: as :func:`_cto_fields` (a ``trun`` without composition offsets only while
+            ``delay`` > 0).
+    """
+    buf = bytearray(segment)
+    if delay == 0:
+        return bytes(buf)
+    for at, signed in list(_cto_fields(buf)):
+        cto = struct.unpack_from(">i" if signed else ">I", buf, at)[0]
+        struct.pack_into(">i", buf, at, cto - delay)
+    for typ, _start, payload, _end in _boxes(buf, 0, len(buf)):
+        if typ == b"trun":
+            buf[payload] = 1
     return bytes(buf)
 
 

@@ -37,8 +37,9 @@ DEFAULT_LADDER: tuple[Rung, ...] = (
 
 CTS_OFFSETS: dict[str, str] = {
     "negative": (
-        "composition offsets signed (trun version 1, ffmpeg movflags negative_cts_offsets): "
-        "every player reads the same presentation times from the samples themselves"
+        "composition offsets signed (trun version 1) and lowered by the reordering delay, "
+        "the edit list's shift set to 0 (cts.py, after ffmpeg): every player reads the same "
+        "presentation times from the samples themselves"
     ),
     "edit_list": (
         "ffmpeg's default: offsets from 0 up and an edit list (elst media_time = the "

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type NuwaRequest, NuwaRequestError, type NuwaResponse, type RequestOptions, type ResponseHead } from "../session.js";
-import { type CommonMediaRequest, type CommonMediaResponse, cmcdOf, failureStatus, fetchResumable, type LoadedRequest, MAX_FETCH_AHEAD, MAX_INIT_PREFETCH_BYTES, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader, type RequestSession } from "./loader.js";
+import { type CommonMediaRequest, type CommonMediaResponse, cmcdOf, failureStatus, fetchResumable, type LoadedRequest, MAX_FETCH_AHEAD, MAX_INIT_PREFETCH_BYTES, makeNuwaLoader, OPEN_RANGE_LAST, parseRangeHeader, type RequestSession, TimedOutTransfers, type Transfer } from "./loader.js";
 
 type Handler = (req: NuwaRequest, o: RequestOptions) => Promise<NuwaResponse>;
 
@@ -311,6 +311,19 @@ describe("NuwaLoader → dash.js", () => {
     expect(signal!.aborted).toBe(false);
     // the throughput sample spans both attempts: from the first request, not the retry
     expect(done[0]!.duration_ms).toBeGreaterThanOrEqual(21_000);
+  });
+
+  it("a transfer kept twice under one key lives keep_ms from the second keep", async () => {
+    vi.useFakeTimers();
+    const kept = new TimedOutTransfers(3_000);
+    const t = { ac: new AbortController(), failed: false } as unknown as Transfer;
+    const key = TimedOutTransfers.key("/v/seg-1.m4s", undefined);
+    kept.keep(key, t, new Error("first"));
+    await vi.advanceTimersByTimeAsync(2_000);
+    kept.keep(key, t, new Error("second"));
+    await vi.advanceTimersByTimeAsync(1_500); // past the first keep's end
+    expect(t.ac.signal.aborted).toBe(false);
+    expect(kept.take(key)).toBe(t);
   });
 
   it("dash.js's reset lets a kept timed-out transfer go at once", async () => {

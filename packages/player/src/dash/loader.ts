@@ -408,9 +408,9 @@ export class TimedOutTransfers {
   /** Keep `t` under `key` for a retry; aborted with `reason` if none takes it within `keep_ms`. */
   keep(key: string, t: Transfer, reason: unknown): void {
     const old = this.kept.get(key);
-    if (old && old.t !== t) {
-      clearTimeout(old.timer);
-      old.t.ac.abort(reason);
+    if (old) {
+      clearTimeout(old.timer); // kept again: one timer per key
+      if (old.t !== t) old.t.ac.abort(reason);
     }
     const timer = setTimeout(() => {
       if (this.kept.get(key)?.t === t) this.kept.delete(key);
