@@ -47,6 +47,27 @@ export interface NuwaConfig {
    * mostly waits through its dark spells; the one-frame window floor governs there (issue 14).
    */
   target_delay_min_packets_max_factor: number;
+  /**
+   * Td in force is at most this many packets (`mss_bytes` each) of the link's time at the flow's own
+   * delivery rate, mean over the last second: min(Td, max(n · MSS · 8 ÷ rate,
+   * `target_delay_max_packets_floor_ms`, the `target_delay_max_packets_wait_quantile` of the link's
+   * own waits)); 0 turns it off. Td ms of standing queue is Td × rate of packets: 48 at 23 Mbit/s for
+   * Td 25, and when a fast cellular link fades (23 → 1–7 Mbit/s for 300–500 ms on NYC LTE taxi) the
+   * queue already standing takes that many packets' time at the faded rate to leave, whatever the
+   * window does next: that set the p95 there. n packets cover the link's jitter on a smooth fast link;
+   * a link whose own delivery gaps are long (bursts) keeps the Td its waits need (waits.ts). At n = 40
+   * it acts above 15.4 Mbit/s. Until a second of data has been read, Td. Source: docs/DESIGN.md §3 "A
+   * cap on Td in packets" (issue 14).
+   */
+  target_delay_max_packets: number;
+  /** The packet cap lowers Td at most to this, ms (≥ 0; a Td below it is not raised). */
+  target_delay_max_packets_floor_ms: number;
+  /**
+   * Quantile of the link's own waits (waits.ts) below which the packet cap does not lower Td, in [0, 1]:
+   * on a link that delivers in bursts a frame finding our queue empty waits up to a burst gap, and a Td
+   * below those waits reads them as congestion (Arun et al., SIGCOMM 2022).
+   */
+  target_delay_max_packets_wait_quantile: number;
   /** Quantile of the link's own waits added to Td, in [0, 1]. */
   link_wait_quantile: number;
   /** Sensitivity ρ, ms: the tanh input is (Td − Qd)/ρ (nuwa-icpads Eq. 2). */
@@ -166,6 +187,14 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   // each holds n packets (simulated, 5 flows on 6 Mbit/s p95 79 → 131 ms). A page alone on its link turns it on.
   target_delay_min_packets: 0, // packets
   target_delay_min_packets_max_factor: 2, // × target_delay_ms
+  // On (fifty-sixth session; docs/DESIGN.md §3 "A cap on Td in packets"). Simulated on the 18 dev traces
+  // from three start offsets: mean utilization 0.955 / 0.953 / 0.955 either way, p95 90 → 88, 102 → 100,
+  // 81 → 79 ms; NYC LTE taxi 54 → 48 ms (issue 14's bound 50), 5G low-band 30 → 15 ms at 0.987 → 0.999,
+  // Lumos LTE 37 → 26 at 0.988 → 0.983; its price, T-Mobile LTE short 0.948 → 0.944 (0.939 → 0.925 from
+  // 40 s in). Burst variants and shared links unchanged (the waits' p90 and each flow's share keep Td).
+  target_delay_max_packets: 40, // packets
+  target_delay_max_packets_floor_ms: 10, // ms
+  target_delay_max_packets_wait_quantile: 0.9,
   link_wait_quantile: 0.5,
   sensitivity_ms: 15, // ms
   // On (forty-first session; measured in the fortieth and left opt-in then): constant 10 Mbit/s at 50/100
@@ -226,6 +255,9 @@ export function resolveConfig(partial: Partial<NuwaConfig> = {}): NuwaConfig {
   check(finite("target_delay_max_ms") && c.target_delay_max_ms >= c.target_delay_ms && c.target_delay_max_ms <= 10_000, "target_delay_max_ms", "must be in [target_delay_ms, 10000] ms", c.target_delay_max_ms);
   check(finite("target_delay_min_packets") && c.target_delay_min_packets >= 0 && c.target_delay_min_packets <= 1000, "target_delay_min_packets", "must be in [0, 1000] packets", c.target_delay_min_packets);
   check(finite("target_delay_min_packets_max_factor") && c.target_delay_min_packets_max_factor >= 1 && c.target_delay_min_packets_max_factor <= 100, "target_delay_min_packets_max_factor", "must be in [1, 100] (× target_delay_ms)", c.target_delay_min_packets_max_factor);
+  check(finite("target_delay_max_packets") && c.target_delay_max_packets >= 0 && c.target_delay_max_packets <= 100_000, "target_delay_max_packets", "must be in [0, 100000] packets", c.target_delay_max_packets);
+  check(finite("target_delay_max_packets_floor_ms") && c.target_delay_max_packets_floor_ms >= 0 && c.target_delay_max_packets_floor_ms <= 10_000, "target_delay_max_packets_floor_ms", "must be in [0, 10000] ms", c.target_delay_max_packets_floor_ms);
+  check(finite("target_delay_max_packets_wait_quantile") && c.target_delay_max_packets_wait_quantile >= 0 && c.target_delay_max_packets_wait_quantile <= 1, "target_delay_max_packets_wait_quantile", "must be in [0, 1]", c.target_delay_max_packets_wait_quantile);
   check(finite("link_wait_quantile") && c.link_wait_quantile >= 0 && c.link_wait_quantile <= 1, "link_wait_quantile", "must be in [0, 1]", c.link_wait_quantile);
   positive("sensitivity_ms");
   check(typeof c.qd_prediction === "boolean", "qd_prediction", "must be a boolean", c.qd_prediction);

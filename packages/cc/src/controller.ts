@@ -147,7 +147,7 @@ export class NuwaController {
    *   under the additive step; the old values stay in force.
    */
   setParams(
-    p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain" | "adaptive_target_delay" | "target_delay_max_ms" | "target_delay_min_packets" | "target_delay_min_packets_max_factor">>,
+    p: Partial<Pick<NuwaConfig, "target_delay_ms" | "sensitivity_ms" | "aggressiveness_mss" | "multiplicative_gain" | "adaptive_target_delay" | "target_delay_max_ms" | "target_delay_min_packets" | "target_delay_min_packets_max_factor" | "target_delay_max_packets" | "target_delay_max_packets_floor_ms" | "target_delay_max_packets_wait_quantile">>,
   ): void {
     if (p.aggressiveness_mss !== undefined && this.config.step !== "additive") {
       throw new RangeError(`NuwaController.setParams: aggressiveness_mss (k) has no effect under step "${this.config.step}" (the window moves by θ·(g·w + a) per RTT); set multiplicative_gain, or construct the controller with step "additive" (as RL_CC does) to tune k`);
@@ -157,7 +157,7 @@ export class NuwaController {
     }
     const next = resolveConfig({ ...this.config, ...p });
     Object.assign(this.config, next);
-    if (p.target_delay_ms !== undefined || p.adaptive_target_delay !== undefined || p.target_delay_max_ms !== undefined || p.target_delay_min_packets !== undefined || p.target_delay_min_packets_max_factor !== undefined) {
+    if (p.target_delay_ms !== undefined || p.adaptive_target_delay !== undefined || p.target_delay_max_ms !== undefined || p.target_delay_min_packets !== undefined || p.target_delay_min_packets_max_factor !== undefined || p.target_delay_max_packets !== undefined || p.target_delay_max_packets_floor_ms !== undefined || p.target_delay_max_packets_wait_quantile !== undefined) {
       this.td_refreshed_us = Number.NEGATIVE_INFINITY; // recomputed at the next frame
       this.td_ms = this.config.target_delay_ms;
     }
@@ -168,22 +168,32 @@ export class NuwaController {
    * `link_wait_quantile` of the link's own waits (waits.ts); at least `target_delay_min_packets`
    * packets at the flow's delivery rate (mean over the last second, once a second of data has been
    * read), that floor at most `target_delay_min_packets_max_factor` × Td; at most
-   * `target_delay_max_ms`. Recomputed at most every 20 ms.
+   * `target_delay_max_ms`; and, before the floor, at most `target_delay_max_packets` packets at that rate
+   * unless the `target_delay_max_packets_wait_quantile` of the link's own waits or
+   * `target_delay_max_packets_floor_ms` is longer. Recomputed at most every 20 ms.
    * Derivation (docs/DESIGN.md §3 "Adaptive Td"): the rule holds Qd near Td; a frame's Qd is the
    * standing queue S plus the link's own wait W, so Td = Td₀ + median(W) holds S near Td₀ on any
    * link, where a fixed Td below W's spread cuts the window on non-congestive waits and starves.
    * The packet floor (docs/DESIGN.md §3 "Td in packets"): the queue the rule holds is Td × the rate
-   * the link serves us, so n packets need Td ≥ n · MSS · 8 ÷ rate.
+   * the link serves us, so n packets need Td ≥ n · MSS · 8 ÷ rate. The packet cap (docs/DESIGN.md §3
+   * "A cap on Td in packets"): the same queue, bounded above: when the link fades to a rate C', the
+   * queue standing at rate C takes Td · C ÷ C' to leave; n packets bound that to n packets' time at C'.
    */
   private targetDelayMs(now_us: number): number {
     const c = this.config;
-    if (!c.adaptive_target_delay && c.target_delay_min_packets === 0) return c.target_delay_ms;
+    if (!c.adaptive_target_delay && c.target_delay_min_packets === 0 && c.target_delay_max_packets === 0) return c.target_delay_ms;
     if (now_us - this.td_refreshed_us >= TD_REFRESH_US) {
       this.td_refreshed_us = now_us;
       let td_ms = c.target_delay_ms;
       if (c.adaptive_target_delay) td_ms += this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
-      if (c.target_delay_min_packets > 0 && now_us - this.first_recv_us >= TD_RATE_WINDOW_US) {
-        const rate_bps = this.rate.rateBps(now_us, TD_RATE_WINDOW_US);
+      const rate_bps = now_us - this.first_recv_us >= TD_RATE_WINDOW_US ? this.rate.rateBps(now_us, TD_RATE_WINDOW_US) : 0;
+      if (c.target_delay_max_packets > 0 && rate_bps > 0) {
+        // the cap in packets: the standing queue Td × rate is at most n packets, unless the link's own waits need more
+        const cap_ms = (c.target_delay_max_packets * c.mss_bytes * 8 * 1000) / rate_bps; // ms of n packets at the rate
+        const waits_ms = this.waits.quantileUs(c.target_delay_max_packets_wait_quantile, now_us) / 1000;
+        td_ms = Math.min(td_ms, Math.max(cap_ms, c.target_delay_max_packets_floor_ms, waits_ms));
+      }
+      if (c.target_delay_min_packets > 0) {
         if (rate_bps > 0) {
           const floor_ms = (c.target_delay_min_packets * c.mss_bytes * 8 * 1000) / rate_bps; // ms of n packets at the rate
           td_ms = Math.max(td_ms, Math.min(floor_ms, c.target_delay_min_packets_max_factor * c.target_delay_ms));
@@ -238,7 +248,7 @@ export class NuwaController {
     if (!stale && this.phase !== "probe_drain") this.busy.onFrame(recv_time_us, s.queuing_delay_us, size_bytes, c.drain_threshold_ms * 1000);
     // a frame that found the queue empty of ours (Qd < gap): its Qd is the link's own wait (waits.ts);
     // collected only while the Td adapts (turned on mid-session, it learns from then on)
-    if (!stale && c.adaptive_target_delay) this.waits.offer(recv_time_us, s.queuing_delay_us, gap_us);
+    if (!stale && (c.adaptive_target_delay || c.target_delay_max_packets > 0)) this.waits.offer(recv_time_us, s.queuing_delay_us, gap_us);
     const td_ms = this.targetDelayMs(recv_time_us);
 
     this.kalman_qd_ms = this.kalman.update(this.raw_qd_ms, size_bytes - this.min_delay_frame_bytes);

@@ -150,6 +150,18 @@ describe("GrantPolicy", () => {
     }
   });
 
+  it("retryInUs: how long a grant that only the least interval holds back waits, NaN when nothing waits on it", () => {
+    const frame = 1232;
+    const p = new GrantPolicy();
+    p.sent(10_000, frame);
+    expect(p.retryInUs(10_300)).toBeNaN(); // no frame since the grant: nothing to answer
+    p.onFrames(1, frame);
+    expect(p.due(10_700, frame, 600)).toBe(false); // 0.7 ms after the grant: inside the 1 ms least interval
+    expect(p.retryInUs(10_700)).toBe(300);
+    expect(p.due(11_000, frame, 600)).toBe(true); // when it ends, the half-window rule answers
+    expect(p.retryInUs(11_000)).toBeNaN();
+  });
+
   it("refuses inconsistent intervals", () => {
     expect(() => new GrantPolicy({ ...DEFAULT_GRANT_POLICY, idle_max_interval_us: 5_000 })).toThrow(RangeError);
     expect(() => new GrantPolicy({ ...DEFAULT_GRANT_POLICY, min_interval_us: 0 })).toThrow(/min_interval_us/);

@@ -360,3 +360,37 @@ describe("NuwaSession abort", () => {
     s.close();
   });
 });
+
+describe("NuwaSession grants", () => {
+  it("a grant the policy's least interval held back goes when the interval ends, not at the next tick (grants.ts retryInUs)", async () => {
+    let now_us = 0;
+    const grants_us: number[] = [];
+    (globalThis as unknown as { WebTransport: unknown }).WebTransport = FakeWebTransport;
+    // a tick every 10 s: only the re-check can send the second grant within the test
+    const s = await NuwaSession.connect({
+      url: "https://127.0.0.1:1/nuwa",
+      clock_us: () => now_us,
+      tick_interval_ms: 10_000,
+      onTelemetry: (e) => {
+        if (e.type === "grant") grants_us.push(e.t_us);
+      },
+    });
+    const wt = FakeWebTransport.last!;
+    const n = wt.nextStream();
+    const p = s.request({ op: "get", path: "/a" });
+    const st = await n;
+    st.send(HEAD, { status: 200, total_bytes: 8, body_bytes: 8 });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(grants_us).toEqual([0]); // the first frame's grant
+    now_us = 500; // 8 frames 0.5 ms later: news, inside the 1 ms least interval
+    for (let i = 0; i < 8; i++) st.send(DATA, new Uint8Array(1));
+    await new Promise((r) => setTimeout(r, 20));
+    now_us = 1_100;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(grants_us).toEqual([0, 1_100]);
+    st.send(END);
+    st.fin();
+    await p;
+    s.close();
+  });
+});

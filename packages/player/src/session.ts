@@ -71,6 +71,7 @@ export class NuwaSession {
   /** Where grants go: the datagram writer (WebTransport) or the grant stream's writer (WebSocket fallback). */
   private readonly grant_writer: WritableStreamDefaultWriter<Uint8Array>;
   private readonly timer: ReturnType<typeof setInterval>;
+  private grant_retry: ReturnType<typeof setTimeout> | null = null; // one pending re-check of a grant the least interval held back
   private readonly stall_timeout_us: number;
   private readonly open_requests = new Set<OpenRequest>();
   private resolve_closed!: (reason: string) => void;
@@ -204,6 +205,22 @@ export class NuwaSession {
     this.emit({ type: "grant", t_us, grant_seq: this.grant_seq, window_bytes, cum_received_bytes: cum });
   }
 
+  /**
+   * A grant held back only by the policy's least interval is re-checked when that interval ends, not at
+   * the next tick (grants.ts `retryInUs`); again if a timer that fired early finds it still held back.
+   */
+  private scheduleGrantRetry(t_us: number): void {
+    const retry_us = this.policy.retryInUs(t_us);
+    if (!Number.isFinite(retry_us) || this.grant_retry !== null || this.close_reason !== null) return;
+    this.grant_retry = setTimeout(() => {
+      this.grant_retry = null;
+      if (this.close_reason !== null) return;
+      const t = this.clock_us();
+      this.maybeGrant(t);
+      this.scheduleGrantRetry(t);
+    }, retry_us / 1000);
+  }
+
   private onFrames(frames: Frame[], t_us: number): void {
     for (const f of frames) {
       const decision = this.controller.onFrame(f.header.send_time_us, t_us, f.size_bytes);
@@ -213,6 +230,7 @@ export class NuwaSession {
     }
     this.policy.onFrames(frames.length, frames.reduce((a, f) => a + f.size_bytes, 0));
     this.maybeGrant(t_us);
+    this.scheduleGrantRetry(t_us);
   }
 
   /**
@@ -380,6 +398,8 @@ export class NuwaSession {
     if (this.close_reason !== null) return;
     this.close_reason = reason;
     clearInterval(this.timer);
+    if (this.grant_retry !== null) clearTimeout(this.grant_retry);
+    this.grant_retry = null;
     const failed_requests = this.open_requests.size;
     const err = new NuwaRequestError(`session closed during the request: ${reason}`, 0, "session");
     for (const r of this.open_requests) r.fail(err);
