@@ -276,17 +276,25 @@ describe("a cap on Td in packets (config.ts target_delay_max_packets)", () => {
     return c.targetDelayInForceMs;
   };
 
-  it("is n packets' time at the flow's delivery rate, at most Td, at least its floor, from the second second on", () => {
-    expect(DEFAULT_CONFIG.target_delay_max_packets).toBe(40);
+  it("is n packets' time at the slowest 100 ms of the last second, at most Td, at least its floor, from the second second on", () => {
+    expect(DEFAULT_CONFIG.target_delay_max_packets).toBe(30);
     expect(DEFAULT_CONFIG.target_delay_max_packets_floor_ms).toBe(10);
-    expect(tdAt(10e6, 3)).toBe(25); // 40 packets are 38 ms: Td stands
-    expect(tdAt(30e6, 3)).toBeCloseTo((40 * 1200 * 8 * 1000) / 30e6, 0); // 12.8 ms
-    expect(tdAt(60e6, 3)).toBe(10); // 6.4 ms, held at the floor
-    expect(tdAt(60e6, 3, { target_delay_max_packets_floor_ms: 5 })).toBeCloseTo(6.4, 0);
-    expect(tdAt(30e6, 0.9)).toBe(25); // under a second of data: no rate to size it yet
-    expect(tdAt(30e6, 3, OFF)).toBe(25);
+    expect(tdAt(10e6, 3)).toBe(25); // 30 packets are 28.8 ms: Td stands
+    expect(tdAt(20e6, 3)).toBeCloseTo((30 * 1200 * 8 * 1000) / 20e6, 0); // 14.4 ms
+    expect(tdAt(60e6, 3)).toBe(10); // 4.8 ms, held at the floor
+    expect(tdAt(60e6, 3, { target_delay_max_packets_floor_ms: 4 })).toBeCloseTo(4.8, 0);
+    expect(tdAt(20e6, 0.9)).toBe(25); // under a second of data: no rate to size it yet
+    expect(tdAt(20e6, 3, OFF)).toBe(25);
     expect(tdAt(60e6, 3, { target_delay_ms: 10 })).toBe(10); // a live caller's Td 10 is not lowered
     expect(tdAt(60e6, 3, { target_delay_ms: 8 })).toBe(8); // nor raised to the floor
+    // the same mean rate, 40 Mbit/s for 100 ms then 5 Mbit/s for 100 ms: its slow stretches keep Td
+    const swinging = new NuwaController();
+    swinging.onRttSample(50_000);
+    for (let t = 0; t <= 3e6; ) {
+      swinging.onFrame(t, t + 25_000, 1200);
+      t += (1200 * 8 * 1e6) / (Math.floor(t / 100_000) % 2 === 0 ? 40e6 : 5e6);
+    }
+    expect(swinging.targetDelayInForceMs).toBe(25);
     const c = new NuwaController();
     expect(() => c.setParams({ target_delay_max_packets: -1 })).toThrow(/target_delay_max_packets/);
     expect(() => new NuwaController({ target_delay_max_packets_floor_ms: Number.NaN })).toThrow(/target_delay_max_packets_floor_ms/);
@@ -294,7 +302,7 @@ describe("a cap on Td in packets (config.ts target_delay_max_packets)", () => {
   });
 
   it("a smooth fast recorded link (T-Mobile 5G low-band, about 52 Mbit/s): Td falls to its floor, the queue halves, utilization holds", () => {
-    // Measured (60 s): utilization 0.987 -> 0.999, p95 30 -> 15 ms.
+    // Measured (60 s): utilization 0.987 -> 0.998, p95 30 -> 14 ms.
     const nr = trace("5G/mnwild-tmobile-5g-sa-lowband-walking-r20061.mahi");
     const tds: number[] = [];
     const on = simulateBulk({ trace: nr, duration_s: 30, onTick: (t, c) => { if (c && t > 5000 && t % 100 === 0) tds.push(c.targetDelayInForceMs); } });
@@ -306,7 +314,7 @@ describe("a cap on Td in packets (config.ts target_delay_max_packets)", () => {
   });
 
   it("a fast link that fades (NYC LTE taxi: about 23 Mbit/s, then 1-7 Mbit/s for 300-500 ms): less queue standing when it fades", () => {
-    // Measured (60 s): p95 54 -> 48 ms (issue 14's bound there 50 ms), utilization 0.978 -> 0.980.
+    // Measured (60 s): p95 54 -> 48 ms (issue 14's bound there 50 ms), utilization 0.978 -> 0.984.
     const taxi = trace("4G/nyc2019-unknownop-lte-taxi-1.mahi");
     const on = simulateBulk({ trace: taxi, duration_s: 60 });
     const off = simulateBulk({ trace: taxi, duration_s: 60, config: OFF });
@@ -314,14 +322,16 @@ describe("a cap on Td in packets (config.ts target_delay_max_packets)", () => {
     expect(on.utilization).toBeGreaterThan(off.utilization - 0.01);
   });
 
-  it("the same fast link delivering in 20-100 ms bursts: the link's own waits keep the Td it needs", () => {
-    // Measured (60 s): utilization 0.973 with the waits' p90 as the cap's floor, 0.918 without it (the cap alone).
+  it("the same fast link delivering in 20-100 ms bursts: its slow stretches and its own waits keep the Td it needs", () => {
+    // Measured (30 s): utilization 0.973 either way; a cap on the mean rate of the second, without the
+    // waits, held Td at its floor here and lost 5 points (0.918).
     const burst = burstVariant(trace("5G/mnwild-tmobile-5g-sa-lowband-walking-r20061.mahi"), 20, 100, 1);
-    const on = simulateBulk({ trace: burst, duration_s: 30 });
+    const tds: number[] = [];
+    const on = simulateBulk({ trace: burst, duration_s: 30, onTick: (t, c) => { if (c && t > 5000 && t % 100 === 0) tds.push(c.targetDelayInForceMs); } });
     const off = simulateBulk({ trace: burst, duration_s: 30, config: OFF });
-    const blind = simulateBulk({ trace: burst, duration_s: 30, config: { target_delay_max_packets_wait_quantile: 0 } });
+    tds.sort((a, b) => a - b);
+    expect(tds[Math.floor(tds.length / 2)]!).toBe(25);
     expect(on.utilization).toBeGreaterThan(off.utilization - 0.01);
-    expect(blind.utilization).toBeLessThan(on.utilization - 0.02);
   });
 
   it("flows sharing a fast link: each caps its own Td by its own rate, which evens the shares (3 flows on 60 Mbit/s, 2 s apart)", () => {

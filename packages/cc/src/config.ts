@@ -49,15 +49,16 @@ export interface NuwaConfig {
   target_delay_min_packets_max_factor: number;
   /**
    * Td in force is at most this many packets (`mss_bytes` each) of the link's time at the flow's own
-   * delivery rate, mean over the last second: min(Td, max(n · MSS · 8 ÷ rate,
+   * delivery rate over the slowest 100 ms of the last second: min(Td, max(n · MSS · 8 ÷ that rate,
    * `target_delay_max_packets_floor_ms`, the `target_delay_max_packets_wait_quantile` of the link's
    * own waits)); 0 turns it off. Td ms of standing queue is Td × rate of packets: 48 at 23 Mbit/s for
    * Td 25, and when a fast cellular link fades (23 → 1–7 Mbit/s for 300–500 ms on NYC LTE taxi) the
    * queue already standing takes that many packets' time at the faded rate to leave, whatever the
-   * window does next: that set the p95 there. n packets cover the link's jitter on a smooth fast link;
-   * a link whose own delivery gaps are long (bursts) keeps the Td its waits need (waits.ts). At n = 40
-   * it acts above 15.4 Mbit/s. Until a second of data has been read, Td. Source: docs/DESIGN.md §3 "A
-   * cap on Td in packets" (issue 14).
+   * window does next: that set the p95 there. On a smooth fast link n packets cover the link's jitter;
+   * a link whose rate swings within a second (its slowest 100 ms is slow) or whose own delivery gaps
+   * are long (bursts, waits.ts) keeps the Td it needs. At n = 30 it acts where the slowest 100 ms ran
+   * above 11.5 Mbit/s. Until a second of data has been read, Td. Source: docs/DESIGN.md §3 "A cap on Td
+   * in packets" (issue 14).
    */
   target_delay_max_packets: number;
   /** The packet cap lowers Td at most to this, ms (≥ 0; a Td below it is not raised). */
@@ -188,11 +189,12 @@ export const DEFAULT_CONFIG: Readonly<NuwaConfig> = Object.freeze({
   target_delay_min_packets: 0, // packets
   target_delay_min_packets_max_factor: 2, // × target_delay_ms
   // On (fifty-sixth session; docs/DESIGN.md §3 "A cap on Td in packets"). Simulated on the 18 dev traces
-  // from three start offsets: mean utilization 0.955 / 0.953 / 0.955 either way, p95 90 → 88, 102 → 100,
-  // 81 → 79 ms; NYC LTE taxi 54 → 48 ms (issue 14's bound 50), 5G low-band 30 → 15 ms at 0.987 → 0.999,
-  // Lumos LTE 37 → 26 at 0.988 → 0.983; its price, T-Mobile LTE short 0.948 → 0.944 (0.939 → 0.925 from
-  // 40 s in). Burst variants and shared links unchanged (the waits' p90 and each flow's share keep Td).
-  target_delay_max_packets: 40, // packets
+  // (60 s, deep queue): mean utilization / p95 0.955 / 90 → 0.956 / 88 ms (from 20 s and 40 s into each
+  // trace: 0.953 / 102 → 0.954 / 100, 0.955 / 81 → 0.955 / 79); NYC LTE taxi 0.978 / 54 → 0.984 / 48 (issue
+  // 14's bound 50), 5G low-band 0.987 / 30 → 0.998 / 14, Lumos LTE 0.988 / 37 → 0.983 / 26; its price,
+  // T-Mobile LTE short 0.948 → 0.945 (from 40 s in 0.939 → 0.932). Burst variants unchanged (0.920); flows
+  // sharing a fast link fairer (3 on 60 Mbit/s Jain 0.929 → 0.999) at about 1 point of utilization.
+  target_delay_max_packets: 30, // packets
   target_delay_max_packets_floor_ms: 10, // ms
   target_delay_max_packets_wait_quantile: 0.9,
   link_wait_quantile: 0.5,

@@ -94,6 +94,8 @@ export class NuwaController {
   private readonly backlog = new BacklogEstimator();
   private td_ms: number;
   private td_refreshed_us = Number.NEGATIVE_INFINITY;
+  private td_cap_ms = Number.POSITIVE_INFINITY; // the packet cap on Td (targetDelayMs), ms
+  private probe_ended_us = Number.NEGATIVE_INFINITY; // receiver time the last drain probe ended, µs
   private window_bytes: number;
   private phase: Phase = "startup";
   private theta = 0;
@@ -168,16 +170,17 @@ export class NuwaController {
    * `link_wait_quantile` of the link's own waits (waits.ts); at least `target_delay_min_packets`
    * packets at the flow's delivery rate (mean over the last second, once a second of data has been
    * read), that floor at most `target_delay_min_packets_max_factor` × Td; at most
-   * `target_delay_max_ms`; and, before the floor, at most `target_delay_max_packets` packets at that rate
-   * unless the `target_delay_max_packets_wait_quantile` of the link's own waits or
-   * `target_delay_max_packets_floor_ms` is longer. Recomputed at most every 20 ms.
+   * `target_delay_max_ms`; and, before the floor, at most `target_delay_max_packets` packets at the
+   * slowest 100 ms delivery rate of the last second, unless the `target_delay_max_packets_wait_quantile`
+   * of the link's own waits or `target_delay_max_packets_floor_ms` is longer. Recomputed at most every 20 ms.
    * Derivation (docs/DESIGN.md §3 "Adaptive Td"): the rule holds Qd near Td; a frame's Qd is the
    * standing queue S plus the link's own wait W, so Td = Td₀ + median(W) holds S near Td₀ on any
    * link, where a fixed Td below W's spread cuts the window on non-congestive waits and starves.
    * The packet floor (docs/DESIGN.md §3 "Td in packets"): the queue the rule holds is Td × the rate
    * the link serves us, so n packets need Td ≥ n · MSS · 8 ÷ rate. The packet cap (docs/DESIGN.md §3
    * "A cap on Td in packets"): the same queue, bounded above: when the link fades to a rate C', the
-   * queue standing at rate C takes Td · C ÷ C' to leave; n packets bound that to n packets' time at C'.
+   * queue standing at rate C takes Td · C ÷ C' to leave. Where the last second's slowest 100 ms is close
+   * to its mean (a smooth fast link) Td ≤ n packets at that rate keeps the standing queue near n packets.
    */
   private targetDelayMs(now_us: number): number {
     const c = this.config;
@@ -188,8 +191,15 @@ export class NuwaController {
       if (c.adaptive_target_delay) td_ms += this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
       const rate_bps = now_us - this.first_recv_us >= TD_RATE_WINDOW_US ? this.rate.rateBps(now_us, TD_RATE_WINDOW_US) : 0;
       if (c.target_delay_max_packets > 0 && rate_bps > 0) {
-        // the cap in packets: the standing queue Td × rate is at most n packets, unless the link's own waits need more
-        const cap_ms = (c.target_delay_max_packets * c.mss_bytes * 8 * 1000) / rate_bps; // ms of n packets at the rate
+        // the cap in packets: the standing queue is at most n packets' time at the link's recent slowest, unless the link's own waits need more
+        // ms of n packets at the slowest 100 ms of the last second: on a link whose rate swings within a
+        // second that stretch is slow and Td stands; on a smooth fast link it is the link's rate. A drain
+        // probe's dip is our own doing, not the link's: the cap from before it holds until the second after it.
+        if (this.phase !== "probe_drain" && now_us - this.probe_ended_us >= TD_RATE_WINDOW_US) {
+          const slow_bps = this.rate.minRateBps(now_us, TD_RATE_WINDOW_US, RATE_SPAN_US);
+          this.td_cap_ms = slow_bps > 0 ? (c.target_delay_max_packets * c.mss_bytes * 8 * 1000) / slow_bps : Number.POSITIVE_INFINITY;
+        }
+        const cap_ms = this.td_cap_ms;
         const waits_ms = this.waits.quantileUs(c.target_delay_max_packets_wait_quantile, now_us) / 1000;
         td_ms = Math.min(td_ms, Math.max(cap_ms, c.target_delay_max_packets_floor_ms, waits_ms));
       }
@@ -545,6 +555,7 @@ export class NuwaController {
     const honoured = !c.void_unhonoured_probe || (this.probe_fresh_bytes <= honoured_bytes && !this.probe_crowded);
     const fresh = this.probe_fresh_frames > 0;
     const change_us = this.sampler.endProbe(now_us, honoured && fresh);
+    this.probe_ended_us = now_us;
     this.phase = "avoidance";
     this.window_bytes = this.clamp(this.window_before_probe_bytes);
     if (!fresh) this.reason = "drain probe void: no frame sent after the cut arrived (the queue before it was all it saw); base kept";

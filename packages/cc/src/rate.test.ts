@@ -17,6 +17,19 @@ describe("DeliveryRateEstimator", () => {
   });
 });
 
+describe("DeliveryRateEstimator.minRateBps", () => {
+  it("is the slowest span inside the window: the rate a link that swings fell to", () => {
+    const r = new DeliveryRateEstimator();
+    // 1 s at 20 Mbit/s, then 200 ms at 4 Mbit/s, then 800 ms at 20 Mbit/s again
+    for (let t = 0; t < 2_000_000; t += 1000) r.onBytes(t, t >= 1_000_000 && t < 1_200_000 ? 500 : 2500);
+    expect(r.minRateBps(1_999_999, 1_000_000, 100_000)).toBeCloseTo(4e6, -4);
+    const smooth = new DeliveryRateEstimator();
+    for (let t = 0; t < 1_000_000; t += 1000) smooth.onBytes(t, 2500);
+    expect(smooth.minRateBps(999_999, 1_000_000, 100_000)).toBeCloseTo(20e6, -4); // the same second without the dip
+    expect(r.minRateBps(5_000_000, 1_000_000, 100_000)).toBe(0); // nothing for a second
+  });
+});
+
 describe("BusyPeriodRateEstimator", () => {
   // A 4 Mbit/s bottleneck serves 1200-byte frames every 2.4 ms.
   const service_us = (1200 * 8 * 1e6) / 4e6;

@@ -76,6 +76,26 @@ export class DeliveryRateEstimator {
     return (best * 8 * 1e6) / (k * this.bin_us);
   }
 
+  /**
+   * Min over the last `window_us` of the mean rate over `sub_us`-long spans, bits per second: the
+   * slowest stretch of the window (0 when any span of it carried nothing).
+   */
+  minRateBps(now_us: number, window_us: number, sub_us: number): number {
+    this.advance(now_us);
+    if (Number.isNaN(this.head_bin)) return 0;
+    const n = this.bins_bytes.length;
+    const k = Math.max(1, Math.min(n, Math.round(sub_us / this.bin_us)));
+    const spans = Math.max(1, Math.min(n - k + 1, Math.round(window_us / this.bin_us) - k + 1));
+    let sum = 0;
+    for (let i = 0; i < k; i++) sum += this.bins_bytes[(((this.head_bin - i) % n) + n) % n]!;
+    let least = sum;
+    for (let s = 1; s < spans; s++) {
+      sum += this.bins_bytes[(((this.head_bin - s - k + 1) % n) + n) % n]! - this.bins_bytes[(((this.head_bin - s + 1) % n) + n) % n]!;
+      if (sum < least) least = sum;
+    }
+    return (least * 8 * 1e6) / (k * this.bin_us);
+  }
+
   /** All bytes recorded, bytes. */
   get totalBytes(): number {
     return this.total_bytes;

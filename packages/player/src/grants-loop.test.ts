@@ -8,7 +8,7 @@
  * a window's turnaround, where the grant's wait adds one min RTT more; on a path under ~3 ms of RTT
  * it then admitted no growth (0.6 ms RTT at 20 Mbit/s: 9 Mbit/s, 1.1 frames, without any lag).
  */
-import { NuwaController, type NuwaConfig } from "@nuwa/cc";
+import { type NuwaConfig, NuwaController } from "@nuwa/cc";
 import { describe, expect, it } from "vitest";
 import { GrantPolicy } from "./grants.js";
 
@@ -112,15 +112,16 @@ describe("grant policy × controller on a 1.3 ms path", () => {
     expect(fixed.mbps).toBeGreaterThan(0.9 * LOOPBACK.link_mbps);
   });
 
-  it("a window at one frame on a 0.6 ms path at 100 Mbit/s leaves it once a grant the least interval held back is re-checked when it ends (fifty-sixth session)", () => {
-    // The Td cap in packets holds Td at 10 ms at 100 Mbit/s; frames 30 ms late for a second cut the
-    // window to one frame. Its frame arrives 0.7 ms after the grant, inside the policy's 1 ms least
-    // interval; re-checked only at the next 5 ms tick the window turned over once per tick (1.97
-    // Mbit/s), which the validation (one min RTT for the grant's wait) read as a quarter used: held
-    // there for good. Re-checked when the interval ends (grants.ts retryInUs, session.ts): the link's rate.
+  it("a window at one frame on a 0.6 ms path at 100 Mbit/s (Td 10 ms) leaves it once a grant the least interval held back is re-checked when it ends (fifty-sixth session)", () => {
+    // A Td of 10 ms (the live preset; the first form of the Td cap in packets held it there at 100 Mbit/s
+    // too): frames 30 ms late for a second cut the window to one frame. Its frame arrives 0.7 ms after
+    // the grant, inside the policy's 1 ms least interval; re-checked only at the next 5 ms tick the
+    // window turned over once per tick (1.97 Mbit/s), which the validation (one min RTT for the grant's
+    // wait) read as a quarter used: held there for good. Re-checked when the interval ends (grants.ts
+    // retryInUs, session.ts): the link's rate.
     const path = { one_way_us: 300, link_mbps: 100 };
-    const tick_only = loop(true, 10e6, 5e6, ONE_S_LAG, path, {}, false);
-    const retried = loop(true, 10e6, 5e6, ONE_S_LAG, path);
+    const tick_only = loop(true, 10e6, 5e6, ONE_S_LAG, path, { target_delay_ms: 10 }, false);
+    const retried = loop(true, 10e6, 5e6, ONE_S_LAG, path, { target_delay_ms: 10 });
     expect(tick_only.mbps).toBeLessThan(5); // the defect, reproduced
     expect(retried.mbps).toBeGreaterThan(90);
   });
