@@ -30,7 +30,7 @@ import { comparisonEmulatorProblems, type HasEmulator } from "./valid-run.js";
 
 export const BULK_SCHEMES: readonly BulkScheme[] = ["nuwa", "cubic", "reno", "oracle"];
 /** Bulk schemes a caller may name (BULK_SCHEMES run by default). */
-export const ALL_BULK_SCHEMES: readonly BulkScheme[] = [...BULK_SCHEMES, "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "bbr", "nuwa_bbr", "pbq"];
+export const ALL_BULK_SCHEMES: readonly BulkScheme[] = [...BULK_SCHEMES, "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_fixed_td", "bbr", "nuwa_bbr", "pbq"];
 /** Video schemes run by default: the ladder of play.ts (each one factor from its neighbour). */
 export const VIDEO_SCHEMES: readonly PlayScheme[] = PLAY_LADDER;
 /** The headline video cells (Nuwa against dash.js's default): run `video_runs` times each. */

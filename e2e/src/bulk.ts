@@ -19,27 +19,29 @@ const execFileP = promisify(execFile);
  * `nuwa_adaptive`: `nuwa` with the opt-in adaptive target delay (`adaptive_target_delay: true` over `cc`; docs/DESIGN.md §3).
  * `nuwa_backlog`: `nuwa` as it was before the service-delay signal became the default (`qd_source: "backlog"` over `cc`).
  * `nuwa_raw`: `nuwa` as it was before the backlog signal became the default (`qd_source: "raw"` over `cc`).
+ * `nuwa_fixed_td`: `nuwa` as it was before the Td cap in packets became the default (`target_delay_max_packets: 0` over `cc`: Td fixed at 25 ms).
  * `bbr`: the server's BBR (draft-ietf-ccwg-bbr, server/nuwa_server/cc/bbr.py), grants ignored, like `cubic`.
  * `nuwa_bbr`: `nuwa` with BBR instead of Cubic as the ceiling under the grants (server `--ceiling bbr`).
  * `pbq`: the server's PBQ (BBR's pacing, the PPO agent's window every 100 ms; server/nuwa_server/cc/pbq.py, docs/PBQ.md), grants ignored.
  */
-export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_backlog" | "nuwa_raw" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "pbq" | "oracle";
+export type BulkScheme = "nuwa" | "nuwa_adaptive" | "nuwa_backlog" | "nuwa_raw" | "nuwa_fixed_td" | "nuwa_bbr" | "cubic" | "reno" | "bbr" | "pbq" | "oracle";
 
 /** What each Nuwa variant sets over `cc` (the rest run `cc` as given). */
 const SCHEME_CC: Partial<Record<BulkScheme, Record<string, unknown>>> = {
   nuwa_adaptive: { adaptive_target_delay: true },
   nuwa_backlog: { qd_source: "backlog" },
   nuwa_raw: { qd_source: "raw" },
+  nuwa_fixed_td: { target_delay_max_packets: 0 },
 };
 
 /** The server's `--cc` mode of a bulk scheme. */
 function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "bbr" | "pbq" | "oracle" {
-  return scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
+  return scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_fixed_td" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
 }
 
 /** Whether the page's controller grants the window (the server obeys it) in a bulk scheme. */
 function grantsControl(scheme: BulkScheme): boolean {
-  return scheme === "nuwa" || scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_bbr" || scheme === "oracle";
+  return scheme === "nuwa" || scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_fixed_td" || scheme === "nuwa_bbr" || scheme === "oracle";
 }
 
 export interface BulkOptions {

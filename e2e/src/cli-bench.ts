@@ -20,7 +20,7 @@
  *             models/report/e2e.md. Needs ./nuwa train's evaluation first.
  *   (none)    a custom matrix from the options below (defaults as --full, no docs).
  *
- * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle (also nuwa_adaptive, nuwa_backlog, nuwa_raw, bbr, nuwa_bbr, pbq)
+ * Options: --traces a,b (substrings of trace paths) --schemes nuwa,cubic,reno,oracle (also nuwa_adaptive, nuwa_backlog, nuwa_raw, nuwa_fixed_td, bbr, nuwa_bbr, pbq)
  *   --shallow-schemes nuwa,cubic (bulk schemes on the queues after the first; default --schemes)
  *   --video-schemes dashjs,dashjs_grants,dashjs_nuwa_estimate,nuwa,nuwa_cubic|none (default:
  *   that ladder; cubic and observe are the old names of dashjs and nuwa_cubic)

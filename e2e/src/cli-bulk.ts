@@ -9,7 +9,7 @@ import { burstVariant } from "./burst.js";
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
 import { resolveTraceSpec } from "./constant-trace.js";
 
-const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_backlog|nuwa_raw|nuwa_bbr|cubic|reno|bbr|pbq|oracle --duration S [--json OUT] [--out DIR]
+const USAGE = `./nuwa bulk --trace FILE --scheme nuwa|nuwa_adaptive|nuwa_backlog|nuwa_raw|nuwa_fixed_td|nuwa_bbr|cubic|reno|bbr|pbq|oracle --duration S [--json OUT] [--out DIR]
   [--delay-ms 25] [--queue-packets 1000] [--cc JSON]   one bulk download through the trace-driven emulator
   [--grants JSON]   the page's grant cadence over DEFAULT_GRANT_POLICY (@nuwa/player grants.ts; e.g. '{"max_interval_us":5000}')
   (--trace constant:MBPS: a constant-rate trace made into .cache/traces/)
@@ -37,8 +37,8 @@ try {
   usageError(USAGE, `--grants: ${(e as Error).message}`);
 }
 const scheme = values.scheme as BulkScheme;
-if (!["nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_bbr", "cubic", "reno", "bbr", "pbq", "oracle"].includes(scheme)) {
-  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_backlog, nuwa_raw, nuwa_bbr, cubic, reno, bbr, pbq or oracle (got ${scheme})`);
+if (!["nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_fixed_td", "nuwa_bbr", "cubic", "reno", "bbr", "pbq", "oracle"].includes(scheme)) {
+  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_backlog, nuwa_raw, nuwa_fixed_td, nuwa_bbr, cubic, reno, bbr, pbq or oracle (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 5 && duration_s <= 3600)) {

@@ -28,7 +28,7 @@ from .targets import Target
 TRACE_INDEX = Path(__file__).resolve().parents[3] / "traces" / "index.json"
 """traces/index.json: per-trace statistics (``low_rate_share``: seconds under 0.3 Mbit/s)."""
 
-NUWA_FAMILY = ("nuwa", "nuwa_backlog", "nuwa_raw", "nuwa_adaptive", "nuwa_bbr")
+NUWA_FAMILY = ("nuwa", "nuwa_fixed_td", "nuwa_backlog", "nuwa_raw", "nuwa_adaptive", "nuwa_bbr")
 """Schemes whose targets are computed, where the invocation ran them."""
 
 UTIL_RATIO_MOST, UTIL_RATIO_ALL, SHARE_MOST = 0.95, 0.85, 0.9

@@ -40,10 +40,12 @@ dash.js's own EWMA, now ``dashjs_nuwa_estimate``, and ``dashjs_nuwa_instant`` th
 ``dashjs_nuwa_transfer`` the same rules on Nuwa's figure with the share measured per transfer;
 ``dashjs_nuwa_sustained`` with each segment's sample the lower of the figure at its request and
 at its completion."""
-BULK_SCHEME_ORDER = ("nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_bbr", "oracle",
-                     "cubic", "reno", "bbr", "pbq", "dashjs", "dashjs_nuwa_estimate", "observe")
+BULK_SCHEME_ORDER = ("nuwa", "nuwa_fixed_td", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw",
+                     "nuwa_bbr", "oracle", "cubic", "reno", "bbr", "pbq", "dashjs",
+                     "dashjs_nuwa_estimate", "observe")
 """Order of the bulk schemes in tables and plots."""
-COLORS = {"nuwa": "C0", "nuwa_adaptive": "C2", "nuwa_backlog": "C7", "nuwa_raw": "C5",
+COLORS = {"nuwa": "C0", "nuwa_fixed_td": "navy", "nuwa_adaptive": "C2", "nuwa_backlog": "C7",
+          "nuwa_raw": "C5",
           "oracle": "k", "cubic": "C3", "reno": "C1", "bbr": "C6", "nuwa_bbr": "C9",
           "dashjs_bbr": "C6", "pbq": "C8", "dashjs_pbq": "C8",
           "dashjs": "C3",
