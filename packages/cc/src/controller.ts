@@ -191,10 +191,10 @@ export class NuwaController {
       if (c.adaptive_target_delay) td_ms += this.waits.quantileUs(c.link_wait_quantile, now_us) / 1000;
       const rate_bps = now_us - this.first_recv_us >= TD_RATE_WINDOW_US ? this.rate.rateBps(now_us, TD_RATE_WINDOW_US) : 0;
       if (c.target_delay_max_packets > 0 && rate_bps > 0) {
-        // the cap in packets: the standing queue is at most n packets' time at the link's recent slowest, unless the link's own waits need more
-        // ms of n packets at the slowest 100 ms of the last second: on a link whose rate swings within a
-        // second that stretch is slow and Td stands; on a smooth fast link it is the link's rate. A drain
-        // probe's dip is our own doing, not the link's: the cap from before it holds until the second after it.
+        // The cap in packets: n packets' time at the slowest 100 ms of the last second, unless the link's own
+        // waits need more. On a link whose rate swings within a second that stretch is slow and Td stands; on
+        // a smooth fast link it is the link's rate. A drain probe's dip is our own doing, not the link's: the
+        // cap from before it holds until a second after it.
         if (this.phase !== "probe_drain" && now_us - this.probe_ended_us >= TD_RATE_WINDOW_US) {
           const slow_bps = this.rate.minRateBps(now_us, TD_RATE_WINDOW_US, RATE_SPAN_US);
           this.td_cap_ms = slow_bps > 0 ? (c.target_delay_max_packets * c.mss_bytes * 8 * 1000) / slow_bps : Number.POSITIVE_INFINITY;
@@ -257,7 +257,7 @@ export class NuwaController {
     const stale = zero_queue_arrival_us < this.stale_before_us;
     if (!stale && this.phase !== "probe_drain") this.busy.onFrame(recv_time_us, s.queuing_delay_us, size_bytes, c.drain_threshold_ms * 1000);
     // a frame that found the queue empty of ours (Qd < gap): its Qd is the link's own wait (waits.ts);
-    // collected only while the Td adapts (turned on mid-session, it learns from then on)
+    // collected only while the adaptive Td or the Td cap reads it (turned on mid-session, it learns from then on)
     if (!stale && (c.adaptive_target_delay || c.target_delay_max_packets > 0)) this.waits.offer(recv_time_us, s.queuing_delay_us, gap_us);
     const td_ms = this.targetDelayMs(recv_time_us);
 
