@@ -84,7 +84,7 @@ function loop(
     if (got) {
       policy.onFrames(got, got * FRAME_BYTES);
       maybeGrant(t);
-      const r = policy.retryInUs(t);
+      const r = policy.retryInUs(t, c.minRttSampleUs);
       if (retry && Number.isFinite(r) && retry_at_us === Number.POSITIVE_INFINITY) retry_at_us = t + r;
     }
     if (t >= retry_at_us) {

@@ -154,12 +154,14 @@ describe("GrantPolicy", () => {
     const frame = 1232;
     const p = new GrantPolicy();
     p.sent(10_000, frame);
-    expect(p.retryInUs(10_300)).toBeNaN(); // no frame since the grant: nothing to answer
+    expect(p.retryInUs(10_300, 600)).toBeNaN(); // no frame since the grant: nothing to answer
     p.onFrames(1, frame);
     expect(p.due(10_700, frame, 600)).toBe(false); // 0.7 ms after the grant: inside the 1 ms least interval
-    expect(p.retryInUs(10_700)).toBe(300);
+    expect(p.retryInUs(10_700, 600)).toBe(300);
+    expect(p.retryInUs(10_700, 50_000)).toBeNaN(); // a 50 ms path: the news rule and the next frames answer
+    expect(p.retryInUs(10_700)).toBeNaN(); // RTT unknown
     expect(p.due(11_000, frame, 600)).toBe(true); // when it ends, the half-window rule answers
-    expect(p.retryInUs(11_000)).toBeNaN();
+    expect(p.retryInUs(11_000, 600)).toBeNaN();
   });
 
   it("refuses inconsistent intervals", () => {

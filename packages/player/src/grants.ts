@@ -100,8 +100,10 @@ export class GrantPolicy {
   }
 
   /**
-   * µs until a grant held back only by `min_interval_us` may go, at `now_us`: frames arrived since the
-   * last grant and it went out less than `min_interval_us` ago; NaN otherwise. The adapter re-checks
+   * µs until a grant held back only by `min_interval_us` may go, at `now_us`, on a path whose min RTT
+   * (`min_rtt_us`) is shorter than `max_interval_us`: frames arrived since the last grant and it went out
+   * less than `min_interval_us` ago; NaN otherwise (and on longer paths or an unknown RTT, where the news
+   * rule answers within `max_interval_us` and the next frames re-check anyway). The adapter re-checks
    * `due` then rather than at its next periodic tick: on a path shorter than `min_interval_us` a small
    * window's frames all arrive inside that interval, and waiting for a 5 ms tick makes the window turn
    * over once per tick, not per round trip; the controller's window validation, which counts one min
@@ -109,7 +111,8 @@ export class GrantPolicy {
    * window that fell to one frame at 100 Mbit/s on a 0.6 ms path stayed there at 2 Mbit/s:
    * grants-loop.test.ts).
    */
-  retryInUs(now_us: number): number {
+  retryInUs(now_us: number, min_rtt_us = Number.NaN): number {
+    if (!(min_rtt_us < this.cfg.max_interval_us)) return Number.NaN;
     const since = now_us - this.last_sent_us;
     return this.frames_since > 0 && since < this.cfg.min_interval_us ? this.cfg.min_interval_us - since : Number.NaN;
   }

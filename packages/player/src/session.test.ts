@@ -379,15 +379,16 @@ describe("NuwaSession grants", () => {
     const n = wt.nextStream();
     const p = s.request({ op: "get", path: "/a" });
     const st = await n;
+    now_us = 300; // the first byte 0.3 ms after the request: a 0.3 ms path (the re-check is for paths under 10 ms)
     st.send(HEAD, { status: 200, total_bytes: 8, body_bytes: 8 });
     await new Promise((r) => setTimeout(r, 20));
-    expect(grants_us).toEqual([0]); // the first frame's grant
-    now_us = 500; // 8 frames 0.5 ms later: news, inside the 1 ms least interval
+    expect(grants_us).toEqual([300]); // the first frame's grant
+    now_us = 800; // 8 frames 0.5 ms later: news, inside the 1 ms least interval
     for (let i = 0; i < 8; i++) st.send(DATA, new Uint8Array(1));
     await new Promise((r) => setTimeout(r, 20));
-    now_us = 1_100;
+    now_us = 1_400;
     await new Promise((r) => setTimeout(r, 20));
-    expect(grants_us).toEqual([0, 1_100]);
+    expect(grants_us).toEqual([300, 1_400]);
     st.send(END);
     st.fin();
     await p;

@@ -210,7 +210,7 @@ export class NuwaSession {
    * the next tick (grants.ts `retryInUs`); again if a timer that fired early finds it still held back.
    */
   private scheduleGrantRetry(t_us: number): void {
-    const retry_us = this.policy.retryInUs(t_us);
+    const retry_us = this.policy.retryInUs(t_us, this.controller.minRttSampleUs);
     if (!Number.isFinite(retry_us) || this.grant_retry !== null || this.close_reason !== null) return;
     this.grant_retry = setTimeout(() => {
       this.grant_retry = null;
