@@ -34,14 +34,17 @@ const SCHEME_CC: Partial<Record<BulkScheme, Record<string, unknown>>> = {
   nuwa_fixed_td: { target_delay_max_packets: 0 },
 };
 
+/** The Nuwa variants: the server runs `--cc nuwa` and the page's grants bind. */
+const NUWA_VARIANTS: ReadonlySet<BulkScheme> = new Set<BulkScheme>([...(Object.keys(SCHEME_CC) as BulkScheme[]), "nuwa_bbr"]);
+
 /** The server's `--cc` mode of a bulk scheme. */
 function serverCc(scheme: BulkScheme): "nuwa" | "cubic" | "reno" | "bbr" | "pbq" | "oracle" {
-  return scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_fixed_td" || scheme === "nuwa_bbr" ? "nuwa" : scheme;
+  return NUWA_VARIANTS.has(scheme) ? "nuwa" : (scheme as Exclude<BulkScheme, "nuwa_adaptive" | "nuwa_backlog" | "nuwa_raw" | "nuwa_fixed_td" | "nuwa_bbr">);
 }
 
 /** Whether the page's controller grants the window (the server obeys it) in a bulk scheme. */
 function grantsControl(scheme: BulkScheme): boolean {
-  return scheme === "nuwa" || scheme === "nuwa_adaptive" || scheme === "nuwa_backlog" || scheme === "nuwa_raw" || scheme === "nuwa_fixed_td" || scheme === "nuwa_bbr" || scheme === "oracle";
+  return scheme === "nuwa" || scheme === "oracle" || NUWA_VARIANTS.has(scheme);
 }
 
 export interface BulkOptions {

@@ -4,6 +4,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { DEFAULT_GRANT_POLICY, GrantPolicy } from "@nuwa/player";
+import { ALL_BULK_SCHEMES } from "./bench.js";
 import { type BulkScheme, describeBulk, runBulk } from "./bulk.js";
 import { burstVariant } from "./burst.js";
 import { parseCcJson, parseCli, usageError } from "./cli-args.js";
@@ -37,8 +38,8 @@ try {
   usageError(USAGE, `--grants: ${(e as Error).message}`);
 }
 const scheme = values.scheme as BulkScheme;
-if (!["nuwa", "nuwa_adaptive", "nuwa_backlog", "nuwa_raw", "nuwa_fixed_td", "nuwa_bbr", "cubic", "reno", "bbr", "pbq", "oracle"].includes(scheme)) {
-  usageError(USAGE, `--scheme must be nuwa, nuwa_adaptive, nuwa_backlog, nuwa_raw, nuwa_fixed_td, nuwa_bbr, cubic, reno, bbr, pbq or oracle (got ${scheme})`);
+if (!ALL_BULK_SCHEMES.includes(scheme)) {
+  usageError(USAGE, `--scheme must be one of ${ALL_BULK_SCHEMES.join(", ")} (got ${scheme})`);
 }
 const duration_s = Number(values.duration);
 if (!(duration_s >= 5 && duration_s <= 3600)) {

@@ -61,39 +61,32 @@ export class DeliveryRateEstimator {
    * This is the "delivery rate, max-filtered over 200–500 ms" of docs/DESIGN.md §3.
    */
   maxRateBps(now_us: number, window_us: number, sub_us: number): number {
-    this.advance(now_us);
-    if (Number.isNaN(this.head_bin)) return 0;
-    const n = this.bins_bytes.length;
-    const k = Math.max(1, Math.min(n, Math.round(sub_us / this.bin_us)));
-    const spans = Math.max(1, Math.min(n - k + 1, Math.round(window_us / this.bin_us)));
-    let sum = 0;
-    for (let i = 0; i < k; i++) sum += this.bins_bytes[(((this.head_bin - i) % n) + n) % n]!;
-    let best = sum;
-    for (let s = 1; s < spans; s++) {
-      sum += this.bins_bytes[(((this.head_bin - s - k + 1) % n) + n) % n]! - this.bins_bytes[(((this.head_bin - s + 1) % n) + n) % n]!;
-      if (sum > best) best = sum;
-    }
-    return (best * 8 * 1e6) / (k * this.bin_us);
+    return this.spanRateBps(now_us, sub_us, () => Math.round(window_us / this.bin_us), true);
   }
 
   /**
-   * Min over the last `window_us` of the mean rate over `sub_us`-long spans, bits per second: the
-   * slowest stretch of the window (0 when any span of it carried nothing).
+   * Min over the last `window_us` of the mean rate over `sub_us`-long spans that lie inside it, bits
+   * per second: the slowest stretch of the window (0 when any span of it carried nothing).
    */
   minRateBps(now_us: number, window_us: number, sub_us: number): number {
+    return this.spanRateBps(now_us, sub_us, (k) => Math.round(window_us / this.bin_us) - k + 1, false);
+  }
+
+  /** The largest (`largest`) or smallest mean rate over `sub_us` spans, the newest first, `spans(k)` of them (k bins a span). */
+  private spanRateBps(now_us: number, sub_us: number, spans: (k: number) => number, largest: boolean): number {
     this.advance(now_us);
     if (Number.isNaN(this.head_bin)) return 0;
     const n = this.bins_bytes.length;
     const k = Math.max(1, Math.min(n, Math.round(sub_us / this.bin_us)));
-    const spans = Math.max(1, Math.min(n - k + 1, Math.round(window_us / this.bin_us) - k + 1));
+    const m = Math.max(1, Math.min(n - k + 1, spans(k)));
     let sum = 0;
     for (let i = 0; i < k; i++) sum += this.bins_bytes[(((this.head_bin - i) % n) + n) % n]!;
-    let least = sum;
-    for (let s = 1; s < spans; s++) {
+    let pick = sum;
+    for (let s = 1; s < m; s++) {
       sum += this.bins_bytes[(((this.head_bin - s - k + 1) % n) + n) % n]! - this.bins_bytes[(((this.head_bin - s + 1) % n) + n) % n]!;
-      if (sum < least) least = sum;
+      if (largest ? sum > pick : sum < pick) pick = sum;
     }
-    return (least * 8 * 1e6) / (k * this.bin_us);
+    return (pick * 8 * 1e6) / (k * this.bin_us);
   }
 
   /** All bytes recorded, bytes. */
